@@ -24,6 +24,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The VM mounts the cached kernel modules over this directory.
+mkdir -p /lib/modules
+
 if ! command -v rustup >/dev/null 2>&1; then
 	[ -x "$HOME/.cargo/bin/rustup" ] || { echo "setup: rustup not found" >&2; exit 1; }
 	export PATH="$HOME/.cargo/bin:$PATH"

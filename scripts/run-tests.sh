@@ -1,0 +1,90 @@
+#!/bin/bash
+# The test harness (make check): set-up, kernel (cached), module build, host
+# tests, then one VM boot per tests/vm script. Prints kselftest-style TAP 13
+# and ends with "N passed, N failed, N skipped" over all test points.
+#
+# A VM test also fails when its kernel log or kmemleak report shows a splat
+# (scripts/dmesg-check.sh), unless the script declares that kind with an
+# "# expect-splat: KIND" line, in which case exactly those kinds must appear.
+#
+# Environment: TESTS="pattern ..." to select scripts by name, TEST_OUT=dir to
+# keep the per-test outputs (default: a fresh /tmp dir), NO_SETUP=1 to skip
+# scripts/setup.sh.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO" || exit 1
+OUT=${TEST_OUT:-$(mktemp -d /tmp/rtrs-tests.XXXXXX)}
+mkdir -p "$OUT"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+t0=$(date +%s)
+stage() { echo "# [$(( $(date +%s) - t0 ))s] $*"; }
+
+if [ "${NO_SETUP:-0}" != 1 ]; then
+	stage "setup"
+	scripts/setup.sh 2>&1 | sed 's/^/# /' || { echo "Bail out! setup failed"; exit 1; }
+fi
+stage "kernel"
+scripts/build-kernel.sh > "$OUT/kernel.out" 2>&1 || { sed 's/^/# /' "$OUT/kernel.out" | tail -40; echo "Bail out! kernel build failed"; exit 1; }
+sed 's/^/# /' "$OUT/kernel.out"
+stage "module"
+make -s modules > "$OUT/module.out" 2>&1 || { sed 's/^/# /' "$OUT/module.out" | tail -60; echo "Bail out! module build failed"; exit 1; }
+grep -E 'warning|error' "$OUT/module.out" | sed 's/^/# /'
+
+scripts=(tests/host/*.sh tests/vm/*.sh)
+if [ -n "${TESTS:-}" ]; then
+	sel=()
+	for s in "${scripts[@]}"; do for p in $TESTS; do [[ $s == *$p* ]] && { sel+=("$s"); break; }; done; done
+	scripts=("${sel[@]}")
+fi
+
+passed=0 failed=0 skipped=0 idx=0
+echo "TAP version 13"
+echo "1..${#scripts[@]}"
+for s in "${scripts[@]}"; do
+	idx=$((idx + 1))
+	name=${s#tests/}; name=${name%.sh}
+	dir=$OUT/${name//\//_}
+	mkdir -p "$dir"
+	stage "$name"
+	echo "# selftests: $name"
+	case "$s" in
+	tests/vm/*) VM_OUT=$dir VM_LEAKCHECK=1 scripts/vm-run.sh "$REPO/$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
+	*) bash "$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
+	esac
+	sed 's/^/# /' "$dir/tap"
+	[ -s "$dir/stderr" ] && sed 's/^/# stderr: /' "$dir/stderr" | tail -n 40
+
+	p=$(grep -cE '^ok [0-9]+' "$dir/tap" | head -1)
+	sk=$(grep -cE '^ok [0-9]+ .*# SKIP' "$dir/tap")
+	f=$(grep -cE '^not ok [0-9]+' "$dir/tap")
+	plan=$(grep -m1 -oE '^1\.\.[0-9]+' "$dir/tap" | cut -d. -f3)
+	p=$((p - sk)); problems=()
+	[ -n "$plan" ] || problems+=("no TAP plan")
+	[ -n "$plan" ] && [ $((p + sk + f)) -ne "$plan" ] && problems+=("ran $((p + sk + f)) of $plan planned tests")
+	[ $rc -ne 0 ] && [ $f -eq 0 ] && problems+=("exit status $rc")
+
+	# The kernel log check, for VM tests.
+	if [[ $s == tests/vm/* ]]; then
+		findings=$(scripts/dmesg-check.sh "$dir/console.log" "$dir/kmemleak" 2>&1)
+		kinds=$(printf '%s\n' "$findings" | grep -oE '^[A-Z_]+:' | tr -d : | sort -u | tr '\n' ' ')
+		expected=$(grep -oE '^# expect-splat: [A-Z_]+' "$s" | awk '{print $3}' | sort -u | tr '\n' ' ')
+		if [ "$kinds" = "$expected" ]; then
+			[ -n "$expected" ] && echo "# dmesg: planted splats found as expected: $expected"
+			echo "# dmesg: clean${expected:+ apart from the planted $expected}"; p=$((p + 1))
+		else
+			problems+=("kernel log shows [${kinds% }], expected [${expected% }]")
+			printf '%s\n' "$findings" | head -n 20 | sed 's/^/# dmesg: /'
+			f=$((f + 1))
+		fi
+	fi
+	if [ ${#problems[@]} -gt 0 ]; then
+		f=$((f + 1))
+		printf '# problem: %s\n' "${problems[@]}"
+	fi
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + sk))
+	if [ $f -eq 0 ]; then echo "ok $idx selftests: $name"; else echo "not ok $idx selftests: $name"; fi
+done
+stage "done; outputs in $OUT"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]

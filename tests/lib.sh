@@ -1,0 +1,78 @@
+# TAP 13 helpers for kselftest-style scripts (host and VM), plus the RDMA/RNBD
+# plumbing the VM tests share. Source it; call tap_plan first and tap_done last.
+
+TAP_N=0
+TAP_FAILED=0
+
+tap_plan() { echo "TAP version 13"; echo "1..$1"; }
+tap_ok() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N $*"; }
+tap_not_ok() { TAP_N=$((TAP_N + 1)); TAP_FAILED=$((TAP_FAILED + 1)); echo "not ok $TAP_N $*"; }
+tap_skip() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N $1 # SKIP ${2:-}"; }
+diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+# tap_check "<description>" <command...>: one test point from a command's status.
+tap_check() {
+	local desc=$1; shift
+	local out
+	if out=$("$@" 2>&1); then tap_ok "$desc"; else tap_not_ok "$desc"; diag "$out"; fi
+}
+tap_done() { [ "$TAP_FAILED" -eq 0 ]; exit $?; }
+
+# wait_for <seconds> <command...>: poll until the command succeeds.
+wait_for() {
+	local t=$1; shift
+	local end=$(( $(date +%s) + t ))
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
+
+# --- RDMA / RNBD plumbing (VM only) ------------------------------------------
+RTRS_REPO=${RTRS_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+RS_KO=$RTRS_REPO/rtrs-client-rs.ko
+SRV_ADDR=10.0.2.15
+RNBD_CTL=/sys/devices/virtual/rnbd-client/ctl
+
+# The in-tree server side: a brd disk exported by rnbd-server.
+start_server() {
+	local size_kb=${1:-65536}
+	modprobe brd rd_nr=1 rd_size="$size_kb" max_part=0 &&
+	modprobe rnbd_server
+}
+
+stop_server() {
+	modprobe -r rnbd_server rtrs_server 2>/dev/null
+	modprobe -r brd 2>/dev/null
+	true
+}
+
+# map_rnbd <sessname> <device_path> [extra options]: map and print the rnbd device.
+map_rnbd() {
+	local sess=$1 dev=$2; shift 2
+	echo "sessname=$sess path=ip:$SRV_ADDR device_path=$dev $*" > $RNBD_CTL/map_device || return 1
+	local b
+	for b in /sys/block/rnbd*; do
+		[ "$(cat "$b/rnbd/session" 2>/dev/null)" = "$sess" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+
+# unmap_rnbd <sessname>: unmap every device of a session.
+unmap_rnbd() {
+	local b rc=0
+	for b in /sys/block/rnbd*; do
+		[ -e "$b/rnbd/session" ] || continue
+		[ "$(cat "$b/rnbd/session")" = "$1" ] || continue
+		echo normal > "$b/rnbd/unmap_device" || rc=1
+	done
+	return $rc
+}
+
+# fio_verify <dev> <bs> <size> [extra fio args]: write then read back with crc32c.
+fio_verify() {
+	local dev=$1 bs=$2 size=$3; shift 3
+	fio --name="verify-$bs" --filename="$dev" --direct=1 --ioengine=libaio \
+		--iodepth=16 --rw=randwrite --bs="$bs" --size="$size" \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0 \
+		--output-format=terse --terse-version=3 "$@"
+}
