@@ -15,6 +15,7 @@
 //!
 //! Lock order: none yet (no lock is taken by this skeleton).
 
+use kernel::c_str;
 use kernel::prelude::*;
 
 #[path = "../bindings/mod.rs"]
