@@ -607,10 +607,6 @@ impl Iterator for RtrsSgDescIter<'_> {
     fn next(&mut self) -> Option<RtrsSgDesc> {
         RtrsSgDesc::decode(self.chunks.next()?).ok()
     }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.chunks.size_hint()
-    }
 }
 
 /// Writes `descs` packed at `off`; returns the end offset.
@@ -2054,7 +2050,6 @@ mod tests {
             assert_eq!(view.len(), n);
             assert_eq!(view.is_empty(), n == 0);
             assert_eq!(view.iter().collect::<Vec<_>>(), descs);
-            assert_eq!(view.into_iter().size_hint(), (n, Some(n)));
             for (i, d) in descs.iter().enumerate() {
                 assert_eq!(view.get(i), Some(*d));
             }
