@@ -34,8 +34,12 @@ setup:
 kernel:
 	scripts/build-kernel.sh
 
+# GNU make itself can only exit 0, 1 or 2: `make vm` exits 0 when the command
+# succeeds and 2 otherwise, after printing the command's status.
+# scripts/vm-run.sh (which this calls) exits with the exact status.
 vm:
-	@scripts/vm-run.sh "$(CMD)"
+	@scripts/vm-run.sh "$(CMD)"; rc=$$?; \
+	 if [ $$rc -ne 0 ]; then echo "make vm: command exited with status $$rc" >&2; fi; exit $$rc
 
 check:
 	scripts/run-tests.sh

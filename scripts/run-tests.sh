@@ -27,6 +27,7 @@ fi
 stage "kernel"
 scripts/build-kernel.sh > "$OUT/kernel.out" 2>&1 || { sed 's/^/# /' "$OUT/kernel.out" | tail -40; echo "Bail out! kernel build failed"; exit 1; }
 sed 's/^/# /' "$OUT/kernel.out"
+scripts/prune-kernel-cache.sh 2>&1 | sed 's/^/# /'
 stage "module"
 make -s modules > "$OUT/module.out" 2>&1 || { sed 's/^/# /' "$OUT/module.out" | tail -60; echo "Bail out! module build failed"; exit 1; }
 grep -E 'warning|error' "$OUT/module.out" | sed 's/^/# /'
