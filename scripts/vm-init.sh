@@ -8,13 +8,27 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
-for d in /tmp /run /var/tmp; do mount -t tmpfs tmpfs "$d"; done
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
-mkdir -p /run/vm-out
+mount -t tmpfs tmpfs /run
+mkdir -p /run/vm-out /run/keep
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none vmout /run/vm-out
-
 set -a; . /run/vm-out/env; set +a
+cwd=$(cat /run/vm-out/cwd)
+
+# /tmp and /var/tmp become tmpfs. Host paths the run needs that live below
+# them (a checkout cloned under /tmp, say) are carried over by bind mounts.
+for d in /tmp /var/tmp; do
+	i=0
+	for p in "$RTRS_REPO" "$cwd" "$RTRS_KMODS"; do
+		case "$p/" in "$d"/*) i=$((i + 1)); mkdir -p "/run/keep/$i"; mount --bind "$p" "/run/keep/$i" ;; esac
+	done
+	mount -t tmpfs tmpfs "$d"
+	i=0
+	for p in "$RTRS_REPO" "$cwd" "$RTRS_KMODS"; do
+		case "$p/" in "$d"/*) i=$((i + 1)); mkdir -p "$p"; mount --move "/run/keep/$i" "$p" ;; esac
+	done
+done
 exec </dev/null >/dev/ttyS1 2>&1
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
 
@@ -35,7 +49,7 @@ fi
 kml=/sys/kernel/debug/kmemleak
 [ "$RTRS_LEAKCHECK" = 1 ] && [ -w $kml ] && echo clear > $kml
 
-cd "$(cat /run/vm-out/cwd)" 2>/dev/null || cd "$RTRS_REPO"
+cd "$cwd" 2>/dev/null || cd "$RTRS_REPO"
 sh -c "$(cat /run/vm-out/cmd)"
 rc=$?
 
