@@ -21,7 +21,7 @@ for p in /sys/class/rtrs-client/demo/paths/*; do
 done
 step "unmap and unload the C client"
 unmap_rnbd demo
-modprobe -r rnbd_client rtrs_client
+unload_modules rnbd_client rtrs_client
 step "this module: rtrs-client-rs"
 insmod "$RS_KO"
 lsmod | grep rtrs_client_rs

@@ -60,6 +60,8 @@ if [ "$RTRS_LEAKCHECK" = 1 ] && [ -w $kml ]; then
 fi
 echo "$rc" > /run/vm-out/rc
 sync
+# Power off; PID 1 must not exit (that panics) nor exec anything meanwhile,
+# so it blocks on a FIFO that nobody opens for writing.
+mkfifo /run/hold
 echo o > /proc/sysrq-trigger
-sleep 10
-echo b > /proc/sysrq-trigger
+read -r _ < /run/hold 2>/dev/null

@@ -41,9 +41,23 @@ start_server() {
 }
 
 stop_server() {
-	modprobe -r rnbd_server rtrs_server 2>/dev/null
-	modprobe -r brd 2>/dev/null
-	true
+	unload_modules rnbd_server rtrs_server rtrs_core brd
+}
+
+# unload_modules <name...>: rmmod each loaded module in order, retrying while
+# it is still busy (unmap and session close finish asynchronously).
+unload_modules() {
+	local m rc=0
+	for m in "$@"; do
+		grep -q "^$m " /proc/modules || continue
+		wait_for 30 rmmod "$m" || { echo "cannot unload $m" >&2; rc=1; }
+	done
+	return $rc
+}
+
+# Modules of the RTRS/RNBD stacks still loaded, one per line.
+rtrs_modules_loaded() {
+	grep -oE '^(rnbd|rtrs)[a-z_]*' /proc/modules
 }
 
 # map_rnbd <sessname> <device_path> [extra options]: map and print the rnbd device.

@@ -34,7 +34,8 @@ else
 fi
 
 unmap_rnbd base
-modprobe -r rnbd_client rtrs_client
+unload_modules rnbd_client rtrs_client
 stop_server
-tap_check "unmap and unload leave no rtrs module" sh -c '! grep -qE "^(rnbd|rtrs)" /proc/modules'
+left=$(rtrs_modules_loaded)
+if [ -z "$left" ]; then tap_ok "unmap and unload leave no rtrs/rnbd module"; else tap_not_ok "unmap and unload leave no rtrs/rnbd module"; diag "still loaded: $left"; fi
 tap_done

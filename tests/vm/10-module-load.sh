@@ -41,6 +41,6 @@ if insmod "$RS_KO" 2>/dev/null; then
 else
 	tap_ok "load refused while the in-tree rtrs-client is loaded"
 fi
-modprobe -r rtrs_client
+unload_modules rtrs_client rtrs_core
 tap_check "nothing left behind" sh -c '[ ! -e /sys/class/rtrs-client ] && ! grep -q "^rtrs_client" /proc/modules'
 tap_done

@@ -13,7 +13,7 @@ log=/tmp/planted.log
 dmesg > /tmp/before.log
 tap_check "log is clean before planting" "$RTRS_REPO/scripts/dmesg-check.sh" /tmp/before.log
 echo WARNING > $d
-echo SLAB_USE_AFTER_FREE > $d
+echo READ_AFTER_FREE > $d
 dmesg > $log
 out=$("$RTRS_REPO/scripts/dmesg-check.sh" $log); rc=$?
 diag "$out"
