@@ -7,6 +7,8 @@
 #include <linux/device.h>
 #include <linux/device/class.h>
 #include <linux/workqueue.h>
+#include <linux/uuid.h>
+#include <linux/completion.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 

@@ -3,12 +3,106 @@
  * C helpers of rtrs-client-rs; see rtrs_helpers.h. Linked into the same .ko
  * as the Rust crate.
  */
+#include <linux/completion.h>
+#include <linux/cpumask.h>
 #include <linux/device.h>
+#include <linux/inet.h>
+#include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 
 #include "rtrs_helpers.h"
 
 const char *rtrs_rs_ib_dev_name(const struct ib_device *ibdev)
 {
 	return dev_name(&ibdev->dev);
+}
+
+struct rdma_cm_id *rtrs_rs_rdma_create_id(rdma_cm_event_handler handler,
+					  void *context,
+					  enum rdma_ucm_port_space ps,
+					  enum ib_qp_type qp_type)
+{
+	return rdma_create_id(&init_net, handler, context, ps, qp_type);
+}
+
+int rtrs_rs_inet_pton(const char *src, const char *port,
+		      struct sockaddr_storage *addr)
+{
+	return inet_pton_with_scope(&init_net, AF_UNSPEC, src, port, addr);
+}
+
+struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags)
+{
+	return ib_alloc_pd(dev, flags);
+}
+
+void rtrs_rs_ib_dealloc_pd(struct ib_pd *pd)
+{
+	ib_dealloc_pd(pd);
+}
+
+struct ib_cq *rtrs_rs_ib_alloc_cq(struct ib_device *dev, void *private,
+				  int nr_cqe, int comp_vector,
+				  enum ib_poll_context poll_ctx)
+{
+	return ib_alloc_cq(dev, private, nr_cqe, comp_vector, poll_ctx);
+}
+
+int rtrs_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			 const struct ib_send_wr **bad_wr)
+{
+	return ib_post_send(qp, wr, bad_wr);
+}
+
+int rtrs_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr)
+{
+	return ib_post_recv(qp, wr, bad_wr);
+}
+
+u64 rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
+			      size_t size, enum dma_data_direction dir)
+{
+	return ib_dma_map_single(dev, cpu_addr, size, dir);
+}
+
+void rtrs_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir)
+{
+	ib_dma_unmap_single(dev, addr, size, dir);
+}
+
+int rtrs_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
+{
+	return ib_dma_mapping_error(dev, dma_addr);
+}
+
+void rtrs_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr,
+					size_t size,
+					enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, size, dir);
+}
+
+void rtrs_rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr,
+					   size_t size,
+					   enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_device(dev, addr, size, dir);
+}
+
+void rtrs_rs_init_completion(struct completion *x)
+{
+	init_completion(x);
+}
+
+void rtrs_rs_reinit_completion(struct completion *x)
+{
+	reinit_completion(x);
+}
+
+unsigned int rtrs_rs_num_online_cpus(void)
+{
+	return num_online_cpus();
 }

@@ -10,13 +10,34 @@
 //! Layout of the crate:
 //! - `bindings`: bindgen output for ib_verbs, rdma_cm and the C helpers;
 //! - `rtrs_core`: the kernel-independent logic, shared with host tests;
-//! - `verbs`, `wq`: owning wrappers over the verbs layer and the workqueue;
+//! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
+//!   pool, CQs, QPs, DMA-mapped IUs and their completion trampoline);
+//! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
+//! - `sync`: a `struct completion` wrapper;
+//! - `misc`: uuid_gen, num_online_cpus, inet_pton;
+//! - `clt`: one path: connection set-up (init_conns, create_cm, the CM
+//!   handler, create_con_cq_qp, the INFO exchange) and teardown;
+//! - `debug`: TEST-ONLY `debug_connect` trigger, until rtrs_clt_open exists;
+//! - `wq`: the workqueue;
 //! - `sysfs`: the `/sys/class/rtrs-client` tree.
 //!
-//! Lock order: none yet (no lock is taken by this skeleton).
+//! Lock order (outer first: holding one of these, a thread only takes locks
+//! listed after it):
+//! 1. `Con::con_mutex` (`ConInner`: one connection's QP, CQ, IUs, device ref);
+//! 2. `PathShared::inner` (`PathInner`: device, server params, rbufs);
+//! 3. `DevPool::list` (the per-device PD pool).
+//!
+//! No lock is taken in CQ callbacks (softirq for IRQ connections): they use
+//! atomics and `complete()` only. CM handlers run in process context under
+//! rdma_cm's per-id handler mutex, and take locks 1 to 3. The path's owner
+//! never holds a lock while destroying a cm id (which waits for its handler).
+
+// pin-init's macros recurse once per field; `PathShared` has many.
+#![recursion_limit = "256"]
 
 use kernel::c_str;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 #[path = "../bindings/mod.rs"]
 mod bindings;
@@ -33,6 +54,11 @@ mod rtrs_core {
 #[path = "../sysfs/mod.rs"]
 mod sysfs;
 
+mod clt;
+mod cm;
+mod debug;
+mod misc;
+mod sync;
 mod verbs;
 mod wq;
 
@@ -49,6 +75,10 @@ module! {
 /// Fields drop in declaration order, which is the reverse of the order
 /// `init` creates them in: the ib_client goes first, the workqueue last.
 struct RtrsClientModule {
+    /// TEST ONLY: the path of `debug_connect` (see `debug`); first, so that
+    /// it is torn down before everything else.
+    _debug_path: Option<clt::Path>,
+    _dev_pool: Arc<verbs::DevPool>,
     _ib_client: verbs::IbClient,
     _class: sysfs::Class,
     _wq: wq::Workqueue,
@@ -59,8 +89,12 @@ impl kernel::Module for RtrsClientModule {
         let wq = wq::Workqueue::new(c_str!("rtrs_client_wq"))?;
         let class = sysfs::Class::new(c_str!("rtrs-client"))?;
         let ib_client = verbs::IbClient::register(c_str!("rtrs_client_rs"))?;
+        let dev_pool = verbs::DevPool::new()?;
         pr_info!("loaded\n");
+        let debug_path = debug::debug_connect(&dev_pool);
         Ok(Self {
+            _debug_path: debug_path,
+            _dev_pool: dev_pool,
             _ib_client: ib_client,
             _class: class,
             _wq: wq,

@@ -1,11 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Owning wrappers over ib_verbs.
+//! Owning wrappers over ib_verbs: the ib_client, the per-device PD pool,
+//! completion queues, queue pairs and DMA-mapped information units (IUs).
+//!
+//! Each wrapper releases its object in `Drop`. The safe order between them
+//! (QP before CQ, both before the cm id, IUs before the device goes, the PD
+//! last) is kept by their owner, `clt::ConInner`, and written down there.
 
+use core::marker::PhantomData;
 use core::pin::Pin;
+use core::ptr::NonNull;
 
-use kernel::error::to_result;
+use kernel::error::{from_err_ptr, to_result};
+use kernel::new_mutex;
 use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
 use kernel::types::Opaque;
 
 use crate::bindings;
@@ -22,6 +31,10 @@ unsafe fn ib_dev_name<'a>(ibdev: *const bindings::ib_device) -> &'a CStr {
 }
 
 /// `ib_client.add`: called for every RDMA device, present and future.
+///
+/// # Safety
+///
+/// Called by the IB core only, with a registered device.
 unsafe extern "C" fn rtrs_rs_ib_add_one(ibdev: *mut bindings::ib_device) -> kernel::ffi::c_int {
     // SAFETY: The IB core calls `add` with a registered device.
     let name = unsafe { ib_dev_name(ibdev) };
@@ -30,6 +43,10 @@ unsafe extern "C" fn rtrs_rs_ib_add_one(ibdev: *mut bindings::ib_device) -> kern
 }
 
 /// `ib_client.remove`: called when a device goes away or the client unregisters.
+///
+/// # Safety
+///
+/// Called by the IB core only, with a device that is still live.
 unsafe extern "C" fn rtrs_rs_ib_remove_one(
     ibdev: *mut bindings::ib_device,
     _client_data: *mut kernel::ffi::c_void,
@@ -79,5 +96,695 @@ impl Drop for IbClient {
         // SAFETY: By the type invariant the client is registered; this waits for
         // every callback and calls `remove` for each device.
         unsafe { bindings::ib_unregister_client(self.client.get()) };
+    }
+}
+
+/// `ib_wc_status_msg(status)`, for logs.
+pub(crate) fn wc_status_msg(status: bindings::ib_wc_status) -> &'static CStr {
+    // SAFETY: ib_wc_status_msg returns a static NUL-terminated string for
+    // any value.
+    unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(status)) }
+}
+
+// ---------------------------------------------------------------------------
+// The PD pool: one PD per ib_device, shared and refcounted (rtrs_ib_dev_*).
+// ---------------------------------------------------------------------------
+
+/// A protection domain from `ib_alloc_pd`, deallocated on drop.
+///
+/// # Invariants
+///
+/// `pd` came from a successful `ib_alloc_pd` and is deallocated only in `drop`.
+struct Pd {
+    pd: NonNull<bindings::ib_pd>,
+}
+
+impl Pd {
+    fn alloc(ib_dev: *mut bindings::ib_device) -> Result<Self> {
+        // SAFETY: `ib_dev` is a registered device (the caller holds a cm id
+        // bound to it); flags 0 as in the C client (no unsafe global rkey).
+        let pd = from_err_ptr(unsafe { bindings::rtrs_rs_ib_alloc_pd(ib_dev, 0) })?;
+        let pd = NonNull::new(pd).ok_or(ENOMEM)?;
+        // INVARIANT: just allocated.
+        Ok(Self { pd })
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the PD is live; every QP and MR that
+        // used it is gone (users count reached zero, see `DevRef`).
+        unsafe { bindings::rtrs_rs_ib_dealloc_pd(self.pd.as_ptr()) };
+    }
+}
+
+/// One pool entry (`struct rtrs_ib_dev`): a device and its PD.
+struct IbDev {
+    ib_dev: *mut bindings::ib_device,
+    node_guid: u64,
+    pd: Pd,
+    /// Number of live `DevRef`s on this entry (the kref of C).
+    users: usize,
+}
+
+/// The per-device PD pool (`struct rtrs_rdma_dev_pd` of C).
+///
+/// Lock: `list` (see the lock order in the crate root).
+#[pin_data]
+pub(crate) struct DevPool {
+    #[pin]
+    list: Mutex<KVec<Option<IbDev>>>,
+}
+
+// SAFETY: The raw device and PD pointers in the list are only used under the
+// mutex or through `DevRef`, and the verbs core allows any thread to use them.
+unsafe impl Send for DevPool {}
+// SAFETY: As above; all shared access goes through the mutex.
+unsafe impl Sync for DevPool {}
+
+impl DevPool {
+    /// A new, empty pool.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                list <- new_mutex!(KVec::new(), "rtrs_rs_dev_pool"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// `rtrs_ib_dev_find_or_add`: a reference to the PD of `ib_dev`,
+    /// allocating it on first use. Devices are matched by node GUID, as in C.
+    ///
+    /// # Safety
+    ///
+    /// `ib_dev` must be a registered device that stays registered for as
+    /// long as the returned reference lives (a cm id bound to it ensures this).
+    pub(crate) unsafe fn find_or_add(
+        self: &Arc<Self>,
+        ib_dev: *mut bindings::ib_device,
+    ) -> Result<DevRef> {
+        // SAFETY: The caller guarantees `ib_dev` is live.
+        let (node_guid, cap_flags) =
+            unsafe { ((*ib_dev).node_guid, (*ib_dev).attrs.device_cap_flags) };
+        let mut list = self.list.lock();
+        for e in list.iter_mut().flatten() {
+            if e.node_guid == node_guid {
+                e.users = e.users.checked_add(1).ok_or(ENOMEM)?;
+                return Ok(DevRef {
+                    pool: self.clone(),
+                    ib_dev: e.ib_dev,
+                    pd: e.pd.pd,
+                });
+            }
+        }
+        // The client's pool init callback (rtrs_clt_ib_dev_init) refuses
+        // devices without fast registration; find_or_add then fails, and
+        // create_con_cq_qp reports -ENOMEM.
+        let mem_mgt = u64::try_from(bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS)
+            .map_err(|_| EINVAL)?;
+        if cap_flags & mem_mgt == 0 {
+            pr_err!("Memory registrations not supported.\n");
+            return Err(ENOMEM);
+        }
+        let pd = Pd::alloc(ib_dev)?;
+        let pd_ptr = pd.pd;
+        let entry = IbDev {
+            ib_dev,
+            node_guid,
+            pd,
+            users: 1,
+        };
+        match list.iter_mut().find(|e| e.is_none()) {
+            Some(slot) => *slot = Some(entry),
+            None => list.push(Some(entry), GFP_KERNEL)?,
+        }
+        Ok(DevRef {
+            pool: self.clone(),
+            ib_dev,
+            pd: pd_ptr,
+        })
+    }
+}
+
+/// A counted reference to a pool entry: the device and its PD stay valid
+/// while it lives; the last one deallocates the PD (`rtrs_ib_dev_put`).
+///
+/// # Invariants
+///
+/// The pool holds an entry for `ib_dev` whose `users` counts this reference,
+/// and `pd` is that entry's PD.
+pub(crate) struct DevRef {
+    pool: Arc<DevPool>,
+    ib_dev: *mut bindings::ib_device,
+    pd: NonNull<bindings::ib_pd>,
+}
+
+// SAFETY: The pointers are to kernel objects usable from any thread; the
+// count they rely on is changed under the pool mutex.
+unsafe impl Send for DevRef {}
+// SAFETY: `&DevRef` only hands out the pointers.
+unsafe impl Sync for DevRef {}
+
+impl DevRef {
+    /// The ib_device.
+    pub(crate) fn ib_dev(&self) -> *mut bindings::ib_device {
+        self.ib_dev
+    }
+
+    /// The PD.
+    pub(crate) fn pd(&self) -> *mut bindings::ib_pd {
+        self.pd.as_ptr()
+    }
+
+    /// The PD's local DMA lkey, for SGEs over IU buffers.
+    pub(crate) fn local_dma_lkey(&self) -> u32 {
+        // SAFETY: By the type invariant the PD is live.
+        unsafe { (*self.pd.as_ptr()).local_dma_lkey }
+    }
+
+    /// Device attributes (`ib_dev->attrs`).
+    pub(crate) fn attrs(&self) -> &bindings::ib_device_attr {
+        // SAFETY: The device outlives this reference (see `find_or_add`) and
+        // its attributes do not change while it is registered.
+        unsafe { &(*self.ib_dev).attrs }
+    }
+
+    /// Number of completion vectors of the device.
+    pub(crate) fn num_comp_vectors(&self) -> u32 {
+        // SAFETY: As in `attrs`.
+        let n = unsafe { (*self.ib_dev).num_comp_vectors };
+        u32::try_from(n).unwrap_or(1).max(1)
+    }
+
+    /// Another counted reference to the same entry (`dev_ref++` of C).
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        let mut list = self.pool.list.lock();
+        let e = list
+            .iter_mut()
+            .flatten()
+            .find(|e| e.ib_dev == self.ib_dev)
+            .ok_or(EINVAL)?;
+        e.users = e.users.checked_add(1).ok_or(ENOMEM)?;
+        // INVARIANT: counted just above.
+        Ok(Self {
+            pool: self.pool.clone(),
+            ib_dev: self.ib_dev,
+            pd: self.pd,
+        })
+    }
+}
+
+impl Drop for DevRef {
+    fn drop(&mut self) {
+        let mut list = self.pool.list.lock();
+        for slot in list.iter_mut() {
+            let last = match slot {
+                Some(e) if e.ib_dev == self.ib_dev => {
+                    e.users = e.users.saturating_sub(1);
+                    e.users == 0
+                }
+                _ => continue,
+            };
+            if last {
+                // Drops the entry, which deallocates the PD under the pool lock.
+                *slot = None;
+            }
+            break;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Completion queues
+// ---------------------------------------------------------------------------
+
+/// A CQ: from the device's shared pool for IRQ connections, private for
+/// poll connections, as rtrs.c's create_cq does. Released on drop.
+///
+/// # Invariants
+///
+/// `cq` is live until `drop`; `Pool` ones came from `ib_cq_pool_get` with
+/// `nr_cqe` entries, `Own` ones from `ib_alloc_cq`.
+pub(crate) enum Cq {
+    /// `ib_cq_pool_get` (IB_POLL_SOFTIRQ connections).
+    Pool {
+        /// The CQ.
+        cq: NonNull<bindings::ib_cq>,
+        /// Entries taken from the pool CQ.
+        nr_cqe: u32,
+    },
+    /// `ib_alloc_cq` (IB_POLL_DIRECT connections).
+    Own {
+        /// The CQ.
+        cq: NonNull<bindings::ib_cq>,
+    },
+}
+
+// SAFETY: A CQ may be used and released from any thread.
+unsafe impl Send for Cq {}
+// SAFETY: `&Cq` only hands out the pointer.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    /// `ib_cq_pool_get(dev, nr_cqe, vector, poll_ctx)`.
+    pub(crate) fn pool_get(
+        dev: &DevRef,
+        nr_cqe: u32,
+        vector: u32,
+        poll_ctx: bindings::ib_poll_context,
+    ) -> Result<Self> {
+        let vec = kernel::ffi::c_int::try_from(vector).map_err(|_| EINVAL)?;
+        // SAFETY: `dev` keeps the device registered.
+        let cq =
+            from_err_ptr(unsafe { bindings::ib_cq_pool_get(dev.ib_dev(), nr_cqe, vec, poll_ctx) })?;
+        let cq = NonNull::new(cq).ok_or(ENOMEM)?;
+        // INVARIANT: just taken from the pool with `nr_cqe` entries.
+        Ok(Cq::Pool { cq, nr_cqe })
+    }
+
+    /// `ib_alloc_cq(dev, NULL, nr_cqe, vector, poll_ctx)`.
+    pub(crate) fn alloc(
+        dev: &DevRef,
+        nr_cqe: u32,
+        vector: u32,
+        poll_ctx: bindings::ib_poll_context,
+    ) -> Result<Self> {
+        let vec = kernel::ffi::c_int::try_from(vector).map_err(|_| EINVAL)?;
+        let n = kernel::ffi::c_int::try_from(nr_cqe).map_err(|_| EINVAL)?;
+        // SAFETY: `dev` keeps the device registered; no private context is used
+        // (completions find their owner through `wc->qp->qp_context`).
+        let cq = from_err_ptr(unsafe {
+            bindings::rtrs_rs_ib_alloc_cq(dev.ib_dev(), core::ptr::null_mut(), n, vec, poll_ctx)
+        })?;
+        let cq = NonNull::new(cq).ok_or(ENOMEM)?;
+        // INVARIANT: just allocated.
+        Ok(Cq::Own { cq })
+    }
+
+    /// The raw CQ, for the QP attributes.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_cq {
+        match self {
+            Cq::Pool { cq, .. } | Cq::Own { cq } => cq.as_ptr(),
+        }
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        match self {
+            // SAFETY: By the type invariant the CQ came from the pool with
+            // `nr_cqe` entries; the QP using it is already destroyed (owner's order).
+            Cq::Pool { cq, nr_cqe } => unsafe { bindings::ib_cq_pool_put(cq.as_ptr(), *nr_cqe) },
+            // SAFETY: By the type invariant the CQ is ours; its QP is gone.
+            Cq::Own { cq } => unsafe { bindings::ib_free_cq(cq.as_ptr()) },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Information units
+// ---------------------------------------------------------------------------
+
+/// What runs when a work request posted with an [`Iu`] completes.
+///
+/// `Ctx` is the QP's owner, found through `wc->qp->qp_context` as C's
+/// `to_clt_con(wc->qp->qp_context)` does. `done` runs in the CQ's context:
+/// softirq for IRQ connections, so it must not sleep.
+pub(crate) trait IuDone {
+    /// The QP context type (`qp_context`).
+    type Ctx: Sync;
+    /// Handles the work completion of `iu`.
+    fn done(ctx: &Self::Ctx, iu: &Iu<Self>, wc: &bindings::ib_wc)
+    where
+        Self: Sized;
+}
+
+/// `struct rtrs_iu`: a kmalloc'ed buffer, DMA-mapped for `dir`, and the
+/// `ib_cqe` whose `done` calls `D::done`.
+///
+/// # Invariants
+///
+/// `buf` (of `size` bytes) is mapped at `dma_addr` on `dev` for `dir` until
+/// `drop`; `cqe.done` is `iu_done::<D>`; `cqe` is the first field, so a
+/// `wr_cqe` pointer to it is a pointer to the `Iu`.
+#[repr(C)]
+pub(crate) struct Iu<D: IuDone> {
+    cqe: Opaque<bindings::ib_cqe>,
+    buf: KVec<u8>,
+    dma_addr: u64,
+    size: usize,
+    dir: bindings::dma_data_direction,
+    dev: *mut bindings::ib_device,
+    _done: PhantomData<fn(&D)>,
+}
+
+// SAFETY: The buffer and mapping may be used and released from any thread.
+unsafe impl<D: IuDone> Send for Iu<D> {}
+// SAFETY: Shared access only reads the buffer (after the device wrote it and
+// the completion ran) or passes `cqe` to the verbs core.
+unsafe impl<D: IuDone> Sync for Iu<D> {}
+
+/// The `ib_cqe.done` trampoline of `Iu<D>`.
+///
+/// # Safety
+///
+/// Called by the CQ core with a completion whose `wr_cqe` is the `cqe` of a
+/// live `Iu<D>` posted on a QP whose `qp_context` is a live `D::Ctx`.
+unsafe extern "C" fn iu_done<D: IuDone>(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: The CQ core passes a valid work completion.
+    let wc = unsafe { &*wc };
+    // SAFETY: By the function's contract `wr_cqe` points to the first field of
+    // a live `Iu<D>` (type invariant of `Iu`).
+    let iu = unsafe { &*wc.__bindgen_anon_1.wr_cqe.cast::<Iu<D>>() };
+    // SAFETY: `wc.qp` is the QP the request was posted on, whose `qp_context`
+    // is a live `D::Ctx` (`Qp<D::Ctx>` invariant).
+    let ctx = unsafe { &*(*wc.qp).qp_context.cast::<D::Ctx>() };
+    D::done(ctx, iu, wc);
+}
+
+impl<D: IuDone> Iu<D> {
+    /// `rtrs_iu_alloc` for one IU: `size` zeroed bytes mapped for `dir`.
+    pub(crate) fn alloc(
+        dev: &DevRef,
+        size: usize,
+        dir: bindings::dma_data_direction,
+    ) -> Result<Pin<KBox<Self>>> {
+        let mut buf = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+        // SAFETY: `buf` is `size` bytes of kmalloc memory that stays put until
+        // unmapped in `drop`; the device is registered (`dev`).
+        let dma_addr = unsafe {
+            bindings::rtrs_rs_ib_dma_map_single(dev.ib_dev(), buf.as_mut_ptr().cast(), size, dir)
+        };
+        // SAFETY: As above.
+        if unsafe { bindings::rtrs_rs_ib_dma_mapping_error(dev.ib_dev(), dma_addr) } != 0 {
+            return Err(ENOMEM);
+        }
+        let iu = Iu {
+            cqe: Opaque::new(bindings::ib_cqe {
+                done: Some(iu_done::<D>),
+            }),
+            buf,
+            dma_addr,
+            size,
+            dir,
+            dev: dev.ib_dev(),
+            _done: PhantomData,
+        };
+        // INVARIANT: mapped just above; `done` set to the trampoline of `D`.
+        Ok(KBox::pin(iu, GFP_KERNEL)?)
+    }
+
+    /// `rtrs_iu_alloc(n, ...)`: `n` IUs of `size` bytes each.
+    pub(crate) fn alloc_n(
+        dev: &DevRef,
+        n: usize,
+        size: usize,
+        dir: bindings::dma_data_direction,
+    ) -> Result<KVec<Pin<KBox<Self>>>> {
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            v.push(Self::alloc(dev, size, dir)?, GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    /// The buffer, for the CPU, after a receive completed into it
+    /// (`ib_dma_sync_single_for_cpu` first).
+    pub(crate) fn data_for_cpu(&self) -> &[u8] {
+        // SAFETY: By the type invariant the buffer is mapped on `dev`.
+        unsafe {
+            bindings::rtrs_rs_ib_dma_sync_single_for_cpu(
+                self.dev,
+                self.dma_addr,
+                self.size,
+                self.dir,
+            )
+        };
+        &self.buf
+    }
+
+    /// Fills the buffer with `f` and hands it back to the device
+    /// (`ib_dma_sync_single_for_device`). The IU must not be posted.
+    pub(crate) fn fill_for_device<R>(self: Pin<&mut Self>, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        // SAFETY: Only `buf`'s contents change; nothing is moved out.
+        let this = unsafe { self.get_unchecked_mut() };
+        let r = f(&mut this.buf);
+        // SAFETY: By the type invariant the buffer is mapped on `dev`.
+        unsafe {
+            bindings::rtrs_rs_ib_dma_sync_single_for_device(
+                this.dev,
+                this.dma_addr,
+                this.size,
+                this.dir,
+            )
+        };
+        r
+    }
+
+    /// Posts a receive into this IU again, from its completion callback
+    /// (`rtrs_iu_post_recv` on `wc->qp`).
+    ///
+    /// # Safety
+    ///
+    /// `qp` must be a live QP whose `qp_context` is a `D::Ctx`, and this IU
+    /// must stay alive until the receive completes or the QP is drained.
+    pub(crate) unsafe fn repost_recv(&self, qp: *mut bindings::ib_qp, lkey: u32) -> Result {
+        let len = u32::try_from(self.size).map_err(|_| EINVAL)?;
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: The caller guarantees `qp` and the IU's lifetime.
+        unsafe { post_recv_raw(qp, self.cqe_ptr(), self.dma_addr, len, lkey) }
+    }
+
+    fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
+        self.cqe.get()
+    }
+}
+
+impl<D: IuDone> Drop for Iu<D> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the mapping is live and this is its
+        // only unmap; no posted request still uses it (owner's order: drained).
+        unsafe {
+            bindings::rtrs_rs_ib_dma_unmap_single(self.dev, self.dma_addr, self.size, self.dir)
+        };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Queue pairs
+// ---------------------------------------------------------------------------
+
+/// The owner of a QP, its `qp_context`.
+pub(crate) trait QpOwner: Sync {
+    /// An asynchronous QP event (`ib_event.event`); process or atomic context.
+    fn qp_event(&self, event: bindings::ib_event_type);
+}
+
+/// The QP event handler trampoline (rtrs.c's qp_event_handler).
+///
+/// # Safety
+///
+/// Called by the verbs core with a valid event and the `qp_context` given to
+/// `Qp::<C>::create`, which points to a live `C`.
+unsafe extern "C" fn qp_event_handler<C: QpOwner>(
+    ev: *mut bindings::ib_event,
+    ctx: *mut kernel::ffi::c_void,
+) {
+    // SAFETY: The core passes a valid event.
+    let event = unsafe { (*ev).event };
+    // SAFETY: By the function's contract `ctx` is a live `C`.
+    let owner = unsafe { &*ctx.cast::<C>() };
+    owner.qp_event(event);
+}
+
+/// Posts one receive of `len` bytes at `addr`, or with no SGE if `len` is 0.
+///
+/// # Safety
+///
+/// `qp` must be live; `cqe` must stay valid, and the buffer mapped, until the
+/// request completes (or is flushed by a drain).
+pub(crate) unsafe fn post_recv_raw(
+    qp: *mut bindings::ib_qp,
+    cqe: *mut bindings::ib_cqe,
+    addr: u64,
+    len: u32,
+    lkey: u32,
+) -> Result {
+    let mut sge = bindings::ib_sge {
+        addr,
+        length: len,
+        lkey,
+    };
+    let wr = bindings::ib_recv_wr {
+        next: core::ptr::null_mut(),
+        __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 { wr_cqe: cqe },
+        sg_list: if len == 0 {
+            core::ptr::null_mut()
+        } else {
+            &mut sge
+        },
+        num_sge: i32::from(len != 0),
+    };
+    // SAFETY: The caller guarantees `qp` and `cqe`; `wr` and `sge` live across
+    // the call and the core copies them.
+    to_result(unsafe { bindings::rtrs_rs_ib_post_recv(qp, &wr, core::ptr::null_mut()) })
+}
+
+/// Posts one send work request.
+///
+/// # Safety
+///
+/// `qp` must be live; `wr` must point to a valid work request (for RDMA
+/// opcodes, the `wr` member of an `ib_rdma_wr`); every `sg_list` buffer and
+/// its `wr_cqe` must stay valid until it completes (or is flushed by a drain).
+pub(crate) unsafe fn post_send_raw(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+) -> Result {
+    // SAFETY: The caller guarantees the pointers inside `wr`; the core copies it.
+    to_result(unsafe { bindings::rtrs_rs_ib_post_send(qp, wr, core::ptr::null_mut()) })
+}
+
+/// An RC QP created on a cm id with `rdma_create_qp`, destroyed on drop with
+/// `rdma_destroy_qp`.
+///
+/// # Invariants
+///
+/// `qp` is `cm_id->qp`, live until `drop`; `cm_id`, the CQ and the `C` given
+/// to `create` outlive this value; `qp_context` is that `C`.
+pub(crate) struct Qp<C: QpOwner> {
+    qp: NonNull<bindings::ib_qp>,
+    cm_id: NonNull<bindings::rdma_cm_id>,
+    _owner: PhantomData<*const C>,
+}
+
+// SAFETY: A QP may be used and destroyed from any thread.
+unsafe impl<C: QpOwner> Send for Qp<C> {}
+// SAFETY: Posting and draining are thread safe in the verbs core.
+unsafe impl<C: QpOwner> Sync for Qp<C> {}
+
+/// Sizes of a QP (`create_qp` arguments of rtrs.c).
+pub(crate) struct QpSizes {
+    /// `cap.max_send_wr`.
+    pub(crate) max_send_wr: u32,
+    /// `cap.max_recv_wr`.
+    pub(crate) max_recv_wr: u32,
+    /// `cap.max_send_sge`.
+    pub(crate) max_send_sge: u32,
+}
+
+impl<C: QpOwner> Qp<C> {
+    /// `rdma_create_qp` as rtrs.c's create_qp: RC, one CQ for both queues,
+    /// `IB_SIGNAL_REQ_WR`, one receive SGE.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` must be a live cm id with a bound device; it, `cq` and `owner`
+    /// must outlive the returned QP.
+    pub(crate) unsafe fn create(
+        cm_id: *mut bindings::rdma_cm_id,
+        dev: &DevRef,
+        cq: &Cq,
+        owner: *const C,
+        sizes: &QpSizes,
+    ) -> Result<Self> {
+        let mut attr = bindings::ib_qp_init_attr {
+            event_handler: Some(qp_event_handler::<C>),
+            qp_context: owner.cast_mut().cast(),
+            send_cq: cq.as_ptr(),
+            recv_cq: cq.as_ptr(),
+            cap: bindings::ib_qp_cap {
+                max_send_wr: sizes.max_send_wr,
+                max_recv_wr: sizes.max_recv_wr,
+                max_send_sge: sizes.max_send_sge,
+                max_recv_sge: 1,
+                ..Default::default()
+            },
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            ..Default::default()
+        };
+        // SAFETY: The caller guarantees `cm_id`; `attr` is valid for the call.
+        to_result(unsafe { bindings::rdma_create_qp(cm_id, dev.pd(), &mut attr) })?;
+        // SAFETY: On success the core stored the new QP in `cm_id->qp`.
+        let qp = NonNull::new(unsafe { (*cm_id).qp }).ok_or(EINVAL)?;
+        let cm_id = NonNull::new(cm_id).ok_or(EINVAL)?;
+        // INVARIANT: created just above; the caller guarantees the lifetimes.
+        Ok(Self {
+            qp,
+            cm_id,
+            _owner: PhantomData,
+        })
+    }
+
+    /// The raw QP.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_qp {
+        self.qp.as_ptr()
+    }
+
+    /// `ib_drain_qp`: moves the QP to error and waits until every posted
+    /// request has completed (flushed). Process context.
+    pub(crate) fn drain(&self) {
+        // SAFETY: By the type invariant the QP is live; its CQ outlives it.
+        unsafe { bindings::ib_drain_qp(self.qp.as_ptr()) };
+    }
+
+    /// `rtrs_iu_post_recv`: posts a receive into the whole of `iu`.
+    ///
+    /// # Safety
+    ///
+    /// `iu` must stay alive until the receive completes or the QP is drained.
+    pub(crate) unsafe fn post_recv<D: IuDone<Ctx = C>>(&self, iu: &Iu<D>, lkey: u32) -> Result {
+        let len = u32::try_from(iu.size).map_err(|_| EINVAL)?;
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: The QP is live (invariant); the caller keeps `iu` alive; its
+        // `cqe.done` matches `D`, whose context type is this QP's owner type.
+        unsafe { post_recv_raw(self.qp.as_ptr(), iu.cqe_ptr(), iu.dma_addr, len, lkey) }
+    }
+
+    /// `rtrs_iu_post_send`: a signaled SEND of the first `len` bytes of `iu`.
+    ///
+    /// # Safety
+    ///
+    /// `iu` must stay alive until the send completes or the QP is drained.
+    pub(crate) unsafe fn post_send<D: IuDone<Ctx = C>>(
+        &self,
+        iu: &Iu<D>,
+        len: usize,
+        lkey: u32,
+    ) -> Result {
+        if len == 0 || len > iu.size {
+            return Err(EINVAL);
+        }
+        let mut sge = bindings::ib_sge {
+            addr: iu.dma_addr,
+            length: u32::try_from(len).map_err(|_| EINVAL)?,
+            lkey,
+        };
+        let wr = bindings::ib_send_wr {
+            __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                wr_cqe: iu.cqe_ptr(),
+            },
+            sg_list: &mut sge,
+            num_sge: 1,
+            opcode: bindings::ib_wr_opcode_IB_WR_SEND,
+            send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int,
+            ..Default::default()
+        };
+        // SAFETY: The QP is live; the caller keeps `iu` (buffer and cqe) alive.
+        unsafe { post_send_raw(self.qp.as_ptr(), &wr) }
+    }
+}
+
+impl<C: QpOwner> Drop for Qp<C> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the cm id outlives the QP and this is
+        // the QP's only destroy.
+        unsafe { bindings::rdma_destroy_qp(self.cm_id.as_ptr()) };
     }
 }

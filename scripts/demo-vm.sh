@@ -23,7 +23,7 @@ step "unmap and unload the C client"
 unmap_rnbd demo
 unload_modules rnbd_client rtrs_client
 step "this module: rtrs-client-rs"
-insmod "$RS_KO"
+load_rs
 lsmod | grep rtrs_client_rs
 ls -ld /sys/class/rtrs-client
 dmesg | grep 'rtrs_client_rs:' | tail -n 5

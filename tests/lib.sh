@@ -33,6 +33,12 @@ RS_KO=$RTRS_REPO/rtrs-client-rs.ko
 SRV_ADDR=10.0.2.15
 RNBD_CTL=/sys/devices/virtual/rnbd-client/ctl
 
+# load_rs [params]: insmod this module after the in-tree modules it links
+# against (insmod does not resolve dependencies).
+load_rs() {
+	modprobe -a ib_core rdma_cm && insmod "$RS_KO" "$@"
+}
+
 # The in-tree server side: a brd disk exported by rnbd-server.
 start_server() {
 	local size_kb=${1:-65536}

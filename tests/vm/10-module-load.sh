@@ -12,7 +12,7 @@ tap_check "module exports no rtrs_clt_* symbol yet" \
 fails=0 seen=0
 for i in $(seq 1 20); do
 	dmesg -C
-	insmod "$RS_KO" || { fails=$((fails + 1)); diag "insmod $i failed"; continue; }
+	load_rs || { fails=$((fails + 1)); diag "insmod $i failed"; continue; }
 	[ -d /sys/class/rtrs-client ] || { fails=$((fails + 1)); diag "no class after insmod $i"; }
 	dmesg | grep -q "rtrs_client_rs: ib device rxe_eth0 added" && seen=$((seen + 1))
 	rmmod rtrs_client_rs || { fails=$((fails + 1)); diag "rmmod $i failed"; continue; }
@@ -23,7 +23,7 @@ if [ $fails -eq 0 ]; then tap_ok "20 load/unload cycles with the class created a
 if [ $seen -eq 20 ]; then tap_ok "ib_client saw rxe_eth0 on each of the 20 loads"; else tap_not_ok "ib_client saw rxe_eth0 on $seen of 20 loads"; fi
 
 # A device added and removed while the module is loaded reaches the ib_client.
-insmod "$RS_KO"
+load_rs
 dmesg -C
 ip link add d0 type dummy && ip link set d0 up
 rdma link add rxe_d0 type rxe netdev d0
@@ -36,7 +36,7 @@ rmmod rtrs_client_rs
 # Both clients own the rtrs-client class: with the C one loaded, ours must
 # refuse to load and leave nothing behind.
 modprobe rtrs_client
-if insmod "$RS_KO" 2>/dev/null; then
+if load_rs 2>/dev/null; then
 	tap_not_ok "load refused while the in-tree rtrs-client is loaded"; rmmod rtrs_client_rs
 else
 	tap_ok "load refused while the in-tree rtrs-client is loaded"

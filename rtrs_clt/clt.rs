@@ -1,0 +1,1154 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One client path: its connections, their set-up and their teardown, as
+//! rtrs-clt.c does it (init_conns, create_cm, rtrs_clt_rdma_cm_handler,
+//! create_con_cq_qp, rtrs_send_path_info, rtrs_clt_stop_and_destroy_conns).
+//!
+//! A [`Path`] is owned by one thread (today the debug trigger in module init
+//! and exit). What CM handlers and CQ callbacks also reach lives in
+//! [`PathShared`] and [`Con`], both pinned in boxes that outlive every cm id
+//! and QP pointing at them.
+//!
+//! Not done yet: IO, request slots and MRs (alloc_path_reqs), heartbeat
+//! sending and miss detection (only the server's heartbeats are acked),
+//! reconnect and close works (a path that loses a connection stays down
+//! until it is dropped), poll queues, sysfs, and device removal while
+//! connected (the path closes only when its owner drops it).
+
+use core::pin::Pin;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU8, Ordering};
+
+use kernel::error::Error;
+use kernel::fmt;
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::sync::{Arc, Mutex};
+use kernel::types::Opaque;
+
+use crate::bindings;
+use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
+use crate::misc::{num_online_cpus, uuid_gen};
+use crate::rtrs_core::imm;
+use crate::rtrs_core::proto::{
+    RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgInfoReq, RtrsMsgInfoRsp, RtrsMsgRkeyRsp, RtrsPathParams,
+    RtrsRbuf, RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
+};
+use crate::sync::{Completion, WaitResult};
+use crate::verbs::{
+    post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
+    QpSizes,
+};
+
+/// A negative errno from its (positive) uapi value.
+fn err(code: u32) -> Error {
+    Error::from_errno(0i32.saturating_sub_unsigned(code))
+}
+
+fn econnreset() -> Error {
+    err(kernel::bindings::ECONNRESET)
+}
+
+/// Retry counts of the connect request (rtrs_rdma_route_resolved).
+const CONN_RETRY_COUNT: u8 = 7;
+const CONN_RNR_RETRY_COUNT: u8 = 7;
+
+/// The RTRS default port, used by the debug trigger.
+pub(crate) const RTRS_PORT: u16 = 1234;
+
+// ---------------------------------------------------------------------------
+// Path state (enum rtrs_clt_state)
+// ---------------------------------------------------------------------------
+
+/// `enum rtrs_clt_state`, same values as C.
+#[repr(u8)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum RtrsCltState {
+    Connecting = 0,
+    ConnectingErr = 1,
+    Reconnecting = 2,
+    Connected = 3,
+    Closing = 4,
+    Closed = 5,
+    Dead = 6,
+}
+
+impl RtrsCltState {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Self::Connecting,
+            1 => Self::ConnectingErr,
+            2 => Self::Reconnecting,
+            3 => Self::Connected,
+            4 => Self::Closing,
+            5 => Self::Closed,
+            _ => Self::Dead,
+        }
+    }
+
+    /// The transition table of `rtrs_clt_change_state`.
+    fn allowed(from: Self, to: Self) -> bool {
+        use RtrsCltState::*;
+        match to {
+            Connecting => from == Reconnecting,
+            ConnectingErr => from == Connecting,
+            Reconnecting => matches!(from, Connected | ConnectingErr | Closed),
+            Connected => from == Connecting,
+            Closing => matches!(from, Connecting | ConnectingErr | Reconnecting | Connected),
+            Closed => from == Closing,
+            Dead => from == Closed,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// PathShared
+// ---------------------------------------------------------------------------
+
+/// `info_rsp` values of [`PathShared`].
+const INFO_RSP_NONE: u8 = 0;
+const INFO_RSP_OK: u8 = 1;
+const INFO_RSP_ERR: u8 = 2;
+
+/// Per-path values learnt from the conn_rsp of cid 0 and the INFO_RSP.
+///
+/// Protected by `PathShared::inner`.
+#[derive(Default)]
+pub(crate) struct PathInner {
+    /// The path's device and PD, taken by cid 0 (`s.dev` of C); each
+    /// connection holds its own reference too (`dev_ref`).
+    dev: Option<DevRef>,
+    /// queue_depth, max_io_size, ... from cid 0's conn_rsp.
+    params: Option<RtrsPathParams>,
+    /// Server chunks, `queue_depth` of them (`rbufs`).
+    rbufs: KVec<RtrsRbuf>,
+    /// `hca_port` (cm id port of cid 0).
+    hca_port: u32,
+    /// `max_pages_per_mr` (query_fast_reg_mode).
+    max_pages_per_mr: u32,
+}
+
+/// The part of a path that CM handlers and CQ callbacks reach.
+///
+/// Lock-free fields are atomics; `inner` is a mutex, so it is never taken in
+/// CQ callbacks (softirq). The INFO_RSP callback only records the received
+/// length; the connecting thread processes it (see `Path::send_path_info`).
+#[pin_data]
+pub(crate) struct PathShared {
+    sessname: CString,
+    /// `s.uuid` (path uuid).
+    uuid: [u8; 16],
+    /// `clt->paths_uuid` (session uuid).
+    paths_uuid: [u8; 16],
+    dst_addr: bindings::__kernel_sockaddr_storage,
+    /// `s.con_num` and `s.irq_con_num`.
+    con_num: u16,
+    irq_con_num: u16,
+    /// `s.recon_cnt`: 1 for the first init_conns.
+    recon_cnt: u16,
+    /// `for_new_clt`: first_conn bit of the conn_req.
+    for_new_clt: bool,
+    pool: Arc<DevPool>,
+    /// `RtrsCltState` as u8.
+    state: AtomicU8,
+    /// Connections whose ESTABLISHED was accepted and that have not failed since.
+    connected_cnt: AtomicI32,
+    /// `s.signal_interval`.
+    signal_interval: AtomicU32,
+    /// INFO_RSP receive result, `INFO_RSP_*`, and its byte_len.
+    info_rsp: AtomicU8,
+    info_rsp_len: AtomicU32,
+    /// Completed on every state change and when the INFO_RSP arrives
+    /// (stands in for the wake-ups on `state_wq` in C).
+    #[pin]
+    state_changed: Completion,
+    /// Completed when `connected_cnt` drops to zero.
+    #[pin]
+    all_disconnected: Completion,
+    #[pin]
+    inner: Mutex<PathInner>,
+}
+
+// SAFETY: `dst_addr` is plain data never written after init; every other
+// field is an atomic, a mutex, a completion or immutable.
+unsafe impl Send for PathShared {}
+// SAFETY: As above.
+unsafe impl Sync for PathShared {}
+
+impl PathShared {
+    fn state(&self) -> RtrsCltState {
+        RtrsCltState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// `rtrs_clt_change_state_get_old`: moves to `new` if the table allows it.
+    fn change_state(&self, new: RtrsCltState) -> bool {
+        let mut old = self.state.load(Ordering::Acquire);
+        loop {
+            if !RtrsCltState::allowed(RtrsCltState::from_u8(old), new) {
+                return false;
+            }
+            match self
+                .state
+                .compare_exchange(old, new as u8, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(cur) => old = cur,
+            }
+        }
+        self.state_changed.complete();
+        true
+    }
+
+    /// `rtrs_rdma_error_recovery`. Any context.
+    fn error_recovery(&self) {
+        if self.change_state(RtrsCltState::Reconnecting) {
+            pr_warn!(
+                "{}: connection lost; reconnect is not implemented yet, the path stays down\n",
+                &*self.sessname
+            );
+        } else {
+            self.change_state(RtrsCltState::ConnectingErr);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Con
+// ---------------------------------------------------------------------------
+
+/// A connection's verbs resources (`struct rtrs_clt_con` minus the atomics).
+///
+/// Protected by `Con::con_mutex`. Released by `destroy_con_cq_qp` in this
+/// order: QP, CQ, IUs, device reference.
+#[derive(Default)]
+pub(crate) struct ConInner {
+    /// Set before teardown; a late ADDR_RESOLVED then creates nothing.
+    destroyed: bool,
+    qp: Option<Qp<Con>>,
+    cq: Option<Cq>,
+    /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in NEW_RKEY mode).
+    rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
+    /// This connection's device reference (`dev_ref` of C).
+    dev: Option<DevRef>,
+}
+
+impl ConInner {
+    /// `destroy_con_cq_qp`: safe to call on a partly created connection.
+    fn destroy_con_cq_qp(&mut self) {
+        drop(self.qp.take());
+        drop(self.cq.take());
+        self.rsp_ius = KVec::new();
+        drop(self.dev.take());
+    }
+}
+
+impl Drop for ConInner {
+    fn drop(&mut self) {
+        self.destroy_con_cq_qp();
+    }
+}
+
+/// One connection (`struct rtrs_clt_con`): the cm id's and the QP's context.
+#[pin_data]
+pub(crate) struct Con {
+    cid: u16,
+    /// `con->cpu`.
+    cpu: u32,
+    /// The path; valid while this connection lives (`Path` drops its
+    /// connections before its `PathShared`).
+    path: NonNull<PathShared>,
+    /// The cm id, for `rdma_notify` from the QP event handler.
+    cm_id: AtomicPtr<bindings::rdma_cm_id>,
+    /// `cm_err`: 0 pending, 1 established, < 0 errno.
+    cm_err: AtomicI32,
+    /// `c.wr_cnt`, for send signaling.
+    wr_cnt: AtomicU32,
+    /// The PD's `local_dma_lkey`, set before the QP is created.
+    lkey: AtomicU32,
+    /// Completed whenever `cm_err` becomes non-zero (or the path closes).
+    #[pin]
+    cm_done: Completion,
+    /// `io_comp_cqe` of C: empty receives and heartbeat acks.
+    io_comp_cqe: Opaque<bindings::ib_cqe>,
+    #[pin]
+    con_mutex: Mutex<ConInner>,
+}
+
+// SAFETY: `path` points to a `Sync` value that outlives the connection;
+// `io_comp_cqe` is written only at init; the rest are atomics or locks.
+unsafe impl Send for Con {}
+// SAFETY: As above.
+unsafe impl Sync for Con {}
+
+/// `ib_cqe.done` of `Con::io_comp_cqe`.
+///
+/// # Safety
+///
+/// Called by the CQ core for a request posted with `io_comp_cqe` on a QP
+/// whose `qp_context` is a live `Con`.
+unsafe extern "C" fn io_comp_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: The core passes a valid work completion.
+    let wc = unsafe { &*wc };
+    // SAFETY: `Qp<Con>` sets `qp_context` to a live `Con`.
+    let con = unsafe { &*(*wc.qp).qp_context.cast::<Con>() };
+    con.rdma_done(wc, None);
+}
+
+impl Con {
+    fn new(cid: u16, cpu: u32, path: NonNull<PathShared>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            cid,
+            cpu,
+            path,
+            cm_id: AtomicPtr::new(core::ptr::null_mut()),
+            cm_err: AtomicI32::new(0),
+            wr_cnt: AtomicU32::new(1),
+            lkey: AtomicU32::new(0),
+            cm_done <- Completion::new(),
+            io_comp_cqe: Opaque::new(bindings::ib_cqe { done: Some(io_comp_done) }),
+            con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
+        }? Error)
+    }
+
+    fn path(&self) -> &PathShared {
+        // SAFETY: By the field's documented invariant the path outlives us.
+        unsafe { self.path.as_ref() }
+    }
+
+    fn sess(&self) -> &CStr {
+        &self.path().sessname
+    }
+
+    /// `flag_success_on_conn`.
+    fn flag_success_on_conn(&self) {
+        self.path().connected_cnt.fetch_add(1, Ordering::AcqRel);
+        self.cm_err.store(1, Ordering::Release);
+    }
+
+    /// `flag_error_on_conn`.
+    fn flag_error_on_conn(&self, cm_err: i32) {
+        if self.cm_err.load(Ordering::Acquire) == 1
+            && self.path().connected_cnt.fetch_sub(1, Ordering::AcqRel) == 1
+        {
+            self.path().all_disconnected.complete();
+        }
+        self.cm_err.store(cm_err, Ordering::Release);
+    }
+
+    /// `query_fast_reg_mode`: the per-MR page limit.
+    fn query_fast_reg_mode(inner: &mut PathInner, dev: &DevRef) {
+        let attrs = dev.attrs();
+        // ffs(page_size_cap) - 1, at least 12.
+        let shift = if attrs.page_size_cap == 0 {
+            12
+        } else {
+            attrs.page_size_cap.trailing_zeros().max(12)
+        };
+        let pages =
+            u32::try_from(attrs.max_mr_size.checked_shr(shift).unwrap_or(0)).unwrap_or(u32::MAX);
+        inner.max_pages_per_mr = pages.min(128).min(attrs.max_fast_reg_page_list_len);
+    }
+
+    /// `create_con_cq_qp` (under `con_mutex`).
+    fn create_con_cq_qp(&self, inner: &mut ConInner, id: &CmIdRef<'_>) -> Result {
+        let path = self.path();
+        let mut pinner = path.inner.lock();
+        let (dev, max_send_wr, max_recv_wr, max_send_sge) = if self.cid == 0 {
+            // The whole path uses the device of cid 0, which must come first.
+            if pinner.dev.is_some() {
+                return Err(EINVAL);
+            }
+            // SAFETY: From ADDR_RESOLVED on the cm id is bound to this device,
+            // which stays registered until the id is destroyed; every
+            // `DevRef` of this path is dropped before its cm ids.
+            let dev = unsafe { path.pool.find_or_add(id.device()) }.map_err(|_| {
+                pr_warn!(
+                    "{}: rtrs_ib_dev_find_get_or_add(): no memory\n",
+                    self.sess()
+                );
+                ENOMEM
+            })?;
+            pinner.dev = Some(dev.try_clone()?);
+            Self::query_fast_reg_mode(&mut pinner, &dev);
+            let wr_limit = u32::try_from(dev.attrs().max_qp_wr).unwrap_or(0);
+            let wr = wr_limit.min(SERVICE_CON_QUEUE_DEPTH * 2 + 2);
+            (dev, wr, wr, 1)
+        } else {
+            let dev = pinner.dev.as_ref().ok_or(EINVAL)?.try_clone()?;
+            let qd = pinner
+                .params
+                .as_ref()
+                .map(|p| p.queue_depth)
+                .ok_or(EINVAL)?;
+            let wr_limit = u32::try_from(dev.attrs().max_qp_wr).unwrap_or(0);
+            let send = qd
+                .checked_mul(4)
+                .and_then(|v| v.checked_add(1))
+                .ok_or(EINVAL)?;
+            let recv = qd
+                .checked_mul(3)
+                .and_then(|v| v.checked_add(1))
+                .ok_or(EINVAL)?;
+            (dev, wr_limit.min(send), wr_limit.min(recv), 2)
+        };
+        let new_rkey = pinner.params.as_ref().is_some_and(|p| p.new_rkey());
+        drop(pinner);
+
+        let max_cqe = u32::try_from(dev.attrs().max_cqe).unwrap_or(0);
+        let cq_num = max_send_wr
+            .checked_add(max_recv_wr)
+            .ok_or(EINVAL)?
+            .min(max_cqe);
+        let cq_vector = self.cpu.checked_rem(dev.num_comp_vectors()).unwrap_or(0);
+        self.lkey.store(dev.local_dma_lkey(), Ordering::Release);
+        inner.dev = Some(dev);
+        let dev = inner.dev.as_ref().ok_or(EINVAL)?;
+        if new_rkey || self.cid == 0 {
+            let n = usize::try_from(cq_num).map_err(|_| EINVAL)?;
+            inner.rsp_ius = Iu::alloc_n(
+                dev,
+                n,
+                RtrsMsgRkeyRsp::SIZE,
+                bindings::dma_data_direction_DMA_FROM_DEVICE,
+            )?;
+        }
+        let cq = if self.cid >= self.path().irq_con_num {
+            Cq::alloc(
+                dev,
+                cq_num,
+                cq_vector,
+                bindings::ib_poll_context_IB_POLL_DIRECT,
+            )
+        } else {
+            Cq::pool_get(
+                dev,
+                cq_num,
+                cq_vector,
+                bindings::ib_poll_context_IB_POLL_SOFTIRQ,
+            )
+        }
+        .inspect_err(|e| {
+            pr_err!(
+                "{}: Creating completion queue failed, errno: {:?}\n",
+                self.sess(),
+                e
+            )
+        })?;
+        let sizes = QpSizes {
+            max_send_wr,
+            max_recv_wr,
+            max_send_sge,
+        };
+        // SAFETY: The cm id is live and bound; the QP is kept in this
+        // connection's `ConInner`, which `ConSlot::drop` empties before the
+        // cm id and the connection go, and which drops the QP before the CQ.
+        let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
+            .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
+        inner.cq = Some(cq);
+        inner.qp = Some(qp);
+        Ok(())
+    }
+
+    /// `rtrs_rdma_addr_resolved`.
+    fn addr_resolved(&self, id: &CmIdRef<'_>) -> Result {
+        {
+            let mut inner = self.con_mutex.lock();
+            if inner.destroyed {
+                return Err(err(kernel::bindings::ECONNABORTED));
+            }
+            self.create_con_cq_qp(&mut inner, id)
+                .inspect_err(|e| pr_err!("{}: create_con_cq_qp(), err: {:?}\n", self.sess(), e))?;
+        }
+        id.resolve_route(RTRS_CONNECT_TIMEOUT_MS)
+            .inspect_err(|e| pr_err!("{}: Resolving route failed, err: {:?}\n", self.sess(), e))
+    }
+
+    /// `rtrs_rdma_route_resolved`.
+    fn route_resolved(&self, id: &CmIdRef<'_>) -> Result {
+        let path = self.path();
+        let msg = RtrsMsgConnReq::new(
+            self.cid,
+            path.con_num,
+            path.recon_cnt,
+            path.uuid,
+            path.paths_uuid,
+            path.for_new_clt,
+        );
+        let mut buf = [0u8; RtrsMsgConnReq::SIZE];
+        msg.encode(&mut buf).map_err(|_| EINVAL)?;
+        id.connect_locked(&buf, CONN_RETRY_COUNT, CONN_RNR_RETRY_COUNT)
+            .inspect_err(|e| pr_err!("{}: rdma_connect_locked(): {:?}\n", self.sess(), e))
+    }
+
+    /// `rtrs_rdma_conn_established`.
+    fn conn_established(&self, id: &CmIdRef<'_>, ev: &CmEvent<'_>) -> Result {
+        let msg = RtrsMsgConnRsp::decode_established(ev.conn_private_data()).map_err(|e| {
+            pr_err!("{}: Invalid RTRS connection response: {}\n", self.sess(), e);
+            econnreset()
+        })?;
+        if self.cid != 0 {
+            return Ok(());
+        }
+        let path = self.path();
+        let mut pinner = path.inner.lock();
+        let prev = pinner.params.as_ref().map_or(0, |p| p.queue_depth);
+        let params = msg.path_params(prev).map_err(|e| {
+            pr_err!("{}: {}\n", self.sess(), e);
+            econnreset()
+        })?;
+        if pinner.rbufs.is_empty() {
+            let qd = usize::try_from(params.queue_depth).map_err(|_| EINVAL)?;
+            pinner.rbufs = KVec::from_elem(RtrsRbuf::default(), qd, GFP_KERNEL)?;
+        }
+        path.signal_interval
+            .store(params.signal_interval, Ordering::Release);
+        pinner.params = Some(params);
+        pinner.hca_port = id.port_num();
+        Ok(())
+    }
+
+    /// `rtrs_rdma_conn_rejected`: the errno to record.
+    fn conn_rejected(&self, ev: &CmEvent<'_>) -> i32 {
+        let data = ev.consumer_reject_data();
+        let errno = RtrsMsgConnRsp::reject_errno(data);
+        match data {
+            Some(d) if d.len() >= RtrsMsgConnRsp::SIZE => {
+                if errno == 0i32.saturating_sub_unsigned(kernel::bindings::EBUSY) {
+                    pr_err!(
+                        "{}: Previous session is still exists on the server, please reconnect later\n",
+                        self.sess()
+                    );
+                } else {
+                    pr_err!(
+                        "{}: Connect rejected: status {} ({}), rtrs errno {}\n",
+                        self.sess(),
+                        ev.status(),
+                        ev.reject_msg(),
+                        errno
+                    );
+                }
+            }
+            _ => pr_err!(
+                "{}: Connect rejected but with malformed message: status {} ({})\n",
+                self.sess(),
+                ev.status(),
+                ev.reject_msg()
+            ),
+        }
+        errno
+    }
+
+    /// `rtrs_clt_rdma_done`, reduced to what a connected idle path needs:
+    /// errors go to error recovery, the server's heartbeats are acked, and
+    /// each consumed receive is posted again.
+    fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+        let path = self.path();
+        if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
+            if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+                let msg = wc_status_msg(wc.status);
+                pr_err!("{}: RDMA failed: {}\n", self.sess(), msg);
+                path.error_recovery();
+            }
+            return;
+        }
+        match wc.opcode {
+            bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM | bindings::ib_wc_opcode_IB_WC_RECV => {
+                if wc.opcode == bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM {
+                    // SAFETY: For RECV_RDMA_WITH_IMM `ex.imm_data` is the active member.
+                    let imm = u32::from_be(unsafe { wc.ex.imm_data });
+                    let (imm_type, _payload) = imm::rtrs_from_imm(imm);
+                    match imm_type {
+                        imm::RTRS_HB_MSG_IMM => self.send_hb_ack(wc.qp),
+                        imm::RTRS_HB_ACK_IMM => {}
+                        t => pr_warn!("{}: unexpected IMM type {} (no IO yet)\n", self.sess(), t),
+                    }
+                }
+                // Post the receive again, as C does after each one.
+                let res = match iu {
+                    // SAFETY: The QP and the IU are live until the connection is
+                    // drained and destroyed, which flushes this receive first.
+                    Some(iu) => unsafe { iu.repost_recv(wc.qp, self.lkey()) },
+                    // SAFETY: As above; `io_comp_cqe` lives as long as `self`.
+                    None => unsafe { post_recv_raw(wc.qp, self.io_comp_cqe.get(), 0, 0, 0) },
+                };
+                if let Err(e) = res {
+                    pr_err!("{}: post recv failed, err: {:?}\n", self.sess(), e);
+                    path.error_recovery();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The PD's local DMA lkey, for reposting receives from CQ callbacks
+    /// (which must not take `con_mutex`).
+    fn lkey(&self) -> u32 {
+        self.lkey.load(Ordering::Acquire)
+    }
+
+    /// `rtrs_send_hb_ack`: an empty RDMA_WRITE_WITH_IMM carrying HB_ACK on
+    /// this (cid 0) QP, signaled every `signal_interval` sends.
+    fn send_hb_ack(&self, qp: *mut bindings::ib_qp) {
+        let si = self.path().signal_interval.load(Ordering::Acquire).max(1);
+        let cnt = self.wr_cnt.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        let flags = if cnt.checked_rem(si) == Some(0) {
+            bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int
+        } else {
+            0
+        };
+        let wr = bindings::ib_rdma_wr {
+            wr: bindings::ib_send_wr {
+                __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                    wr_cqe: self.io_comp_cqe.get(),
+                },
+                opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+                send_flags: flags,
+                ex: bindings::ib_send_wr__bindgen_ty_2 {
+                    imm_data: imm::RTRS_HB_ACK_IMM_VAL.to_be(),
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // SAFETY: `qp` is the live QP this completion came from; the request
+        // has no SGE and its cqe lives as long as `self`.
+        if let Err(e) = unsafe { post_send_raw(qp, core::ptr::addr_of!(wr).cast()) } {
+            pr_err!("{}: HB ack failed, err: {:?}\n", self.sess(), e);
+            self.path().error_recovery();
+        }
+    }
+}
+
+impl CmHandler for Con {
+    /// `rtrs_clt_rdma_cm_handler`.
+    fn cm_event(&self, id: &CmIdRef<'_>, ev: &CmEvent<'_>) {
+        let path = self.path();
+        let ehostunreach = 0i32.saturating_sub_unsigned(kernel::bindings::EHOSTUNREACH);
+        let econnreset = econnreset().to_errno();
+        let cm_err = match ev.event() {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => {
+                self.addr_resolved(id).err().map_or(0, Error::to_errno)
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => {
+                self.route_resolved(id).err().map_or(0, Error::to_errno)
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => {
+                match self.conn_established(id, ev) {
+                    Ok(()) => {
+                        self.flag_success_on_conn();
+                        self.cm_done.complete();
+                        return;
+                    }
+                    Err(e) => e.to_errno(),
+                }
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => self.conn_rejected(ev),
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => econnreset,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT => {
+                pr_warn!(
+                    "{}: CM error (CM event: {}, err: {})\n",
+                    self.sess(),
+                    ev.event_msg(),
+                    ev.status()
+                );
+                econnreset
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR
+            | bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => {
+                pr_warn!(
+                    "{}: CM error (CM event: {}, err: {})\n",
+                    self.sess(),
+                    ev.event_msg(),
+                    ev.status()
+                );
+                ehostunreach
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                // C queues close_work here. There is no close work yet: mark
+                // the path closing so a connecting thread gives up; the cm
+                // ids go (and the removal completes) when the owner drops
+                // the path.
+                pr_warn!(
+                    "{}: CM event: {}, status: {}\n",
+                    self.sess(),
+                    ev.event_msg(),
+                    ev.status()
+                );
+                path.change_state(RtrsCltState::Closing);
+                self.cm_done.complete();
+                return;
+            }
+            _ => {
+                pr_err!(
+                    "{}: Unexpected RDMA CM error (CM event: {}, err: {})\n",
+                    self.sess(),
+                    ev.event_msg(),
+                    ev.status()
+                );
+                econnreset
+            }
+        };
+        if cm_err != 0 {
+            self.flag_error_on_conn(cm_err);
+            path.error_recovery();
+            self.cm_done.complete();
+        }
+    }
+}
+
+impl QpOwner for Con {
+    /// rtrs.c's qp_event_handler.
+    fn qp_event(&self, event: bindings::ib_event_type) {
+        if event == bindings::ib_event_type_IB_EVENT_COMM_EST {
+            pr_info!("{}: QP event COMM_EST ({}) received\n", self.sess(), event);
+            let id = self.cm_id.load(Ordering::Acquire);
+            if let Some(id) = NonNull::new(id) {
+                // SAFETY: The cm id outlives the QP (destroyed after it), and
+                // the QP raised this event, so the id is live.
+                let _ = unsafe { rdma_notify(id.as_ptr(), event) };
+            }
+        } else {
+            pr_info!("{}: Unhandled QP event ({}) received\n", self.sess(), event);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// IU completion handlers
+// ---------------------------------------------------------------------------
+
+/// `rtrs_clt_rdma_done` for the `rsp_ius`.
+pub(crate) struct RdmaDone;
+
+impl IuDone for RdmaDone {
+    type Ctx = Con;
+    fn done(con: &Con, iu: &Iu<Self>, wc: &bindings::ib_wc) {
+        con.rdma_done(wc, Some(iu));
+    }
+}
+
+/// `rtrs_clt_info_req_done`.
+pub(crate) struct InfoReqDone;
+
+impl IuDone for InfoReqDone {
+    type Ctx = Con;
+    fn done(con: &Con, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
+        if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
+            let msg = wc_status_msg(wc.status);
+            pr_err!("{}: Path info request send failed: {}\n", con.sess(), msg);
+            con.path().change_state(RtrsCltState::ConnectingErr);
+        }
+    }
+}
+
+/// `rtrs_clt_info_rsp_done`, first half: record the result (softirq, no
+/// locks); `Path::send_path_info` validates and processes it.
+pub(crate) struct InfoRspDone;
+
+impl IuDone for InfoRspDone {
+    type Ctx = Con;
+    fn done(con: &Con, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
+        let path = con.path();
+        if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
+            if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+                let msg = wc_status_msg(wc.status);
+                pr_err!("{}: Path info response recv failed: {}\n", con.sess(), msg);
+            }
+            path.info_rsp.store(INFO_RSP_ERR, Ordering::Release);
+        } else if wc.opcode != bindings::ib_wc_opcode_IB_WC_RECV {
+            pr_err!(
+                "{}: Path info response: unexpected opcode {}\n",
+                con.sess(),
+                wc.opcode
+            );
+            path.info_rsp.store(INFO_RSP_ERR, Ordering::Release);
+        } else {
+            path.info_rsp_len.store(wc.byte_len, Ordering::Relaxed);
+            path.info_rsp.store(INFO_RSP_OK, Ordering::Release);
+        }
+        path.state_changed.complete();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Path
+// ---------------------------------------------------------------------------
+
+/// A connection and its cm id.
+///
+/// Drop order: `ConSlot::drop` marks the connection destroyed and releases
+/// its QP, CQ, IUs and device reference (under `con_mutex`); then the cm id
+/// is destroyed (waiting for a running handler); then the connection is freed.
+struct ConSlot {
+    cm_id: CmId<Con>,
+    con: Pin<KBox<Con>>,
+}
+
+impl Drop for ConSlot {
+    fn drop(&mut self) {
+        let mut inner = self.con.con_mutex.lock();
+        inner.destroyed = true;
+        inner.destroy_con_cq_qp();
+    }
+}
+
+/// The INFO_REQ/INFO_RSP buffers of `rtrs_send_path_info`. Kept until the
+/// QPs are drained (C frees them in their completions).
+struct InfoIus {
+    tx: Pin<KBox<Iu<InfoReqDone>>>,
+    rx: Pin<KBox<Iu<InfoRspDone>>>,
+}
+
+/// What a connected path learnt from the server.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathInfo {
+    /// Server queue depth (= number of chunks).
+    pub(crate) queue_depth: u32,
+    /// Max IO size.
+    pub(crate) max_io_size: u32,
+    /// Max header size.
+    pub(crate) max_hdr_size: u32,
+    /// Chunks recorded from INFO_RSP.
+    pub(crate) chunks: usize,
+    /// The first chunk.
+    pub(crate) first: RtrsRbuf,
+    /// The last chunk.
+    pub(crate) last: RtrsRbuf,
+    /// Connections (admin + IO).
+    pub(crate) con_num: u16,
+    /// NEW_RKEY flag of the server.
+    pub(crate) new_rkey: bool,
+    /// Port of cid 0.
+    pub(crate) hca_port: u32,
+    /// max_pages_per_mr.
+    pub(crate) max_pages_per_mr: u32,
+}
+
+/// One client path (`struct rtrs_clt_path`), connected by [`Path::connect`]
+/// and torn down when dropped.
+pub(crate) struct Path {
+    /// In creation order (cid); dropped before `shared`.
+    cons: KVec<ConSlot>,
+    info_ius: Option<InfoIus>,
+    shared: Pin<KBox<PathShared>>,
+}
+
+impl Path {
+    /// `alloc_path` + `init_path` minus sysfs, reconnect and heartbeat:
+    /// connects one admin and one IO connection per online CPU to `dst`,
+    /// then does the INFO exchange. On error everything is torn down and
+    /// the C client's errno returned.
+    pub(crate) fn connect(
+        pool: &Arc<DevPool>,
+        sessname: &CStr,
+        dst: &bindings::__kernel_sockaddr_storage,
+    ) -> Result<Self> {
+        let cpus = num_online_cpus();
+        let irq_con_num = u16::try_from(cpus)
+            .ok()
+            .and_then(|n| n.checked_add(1))
+            .ok_or(EINVAL)?;
+        let shared = KBox::pin_init(
+            try_pin_init!(PathShared {
+                sessname: CString::try_from_fmt(fmt!("{}", sessname))?,
+                uuid: uuid_gen(),
+                paths_uuid: uuid_gen(),
+                dst_addr: *dst,
+                con_num: irq_con_num,
+                irq_con_num,
+                recon_cnt: 1,
+                for_new_clt: true,
+                pool: pool.clone(),
+                state: AtomicU8::new(RtrsCltState::Connecting as u8),
+                connected_cnt: AtomicI32::new(0),
+                signal_interval: AtomicU32::new(SERVICE_CON_QUEUE_DEPTH),
+                info_rsp: AtomicU8::new(INFO_RSP_NONE),
+                info_rsp_len: AtomicU32::new(0),
+                state_changed <- Completion::new(),
+                all_disconnected <- Completion::new(),
+                inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        let mut path = Path {
+            cons: KVec::new(),
+            info_ius: None,
+            shared,
+        };
+        path.init_conns()?;
+        path.send_path_info()?;
+        Ok(path)
+    }
+
+    /// The session name.
+    pub(crate) fn sessname(&self) -> &CStr {
+        &self.shared.sessname
+    }
+
+    /// What the server told us; `None` before cid 0 is established.
+    pub(crate) fn info(&self) -> Option<PathInfo> {
+        let inner = self.shared.inner.lock();
+        let p = inner.params.as_ref()?;
+        Some(PathInfo {
+            queue_depth: p.queue_depth,
+            max_io_size: p.max_io_size,
+            max_hdr_size: p.max_hdr_size,
+            chunks: inner.rbufs.len(),
+            first: inner.rbufs.first().copied().unwrap_or_default(),
+            last: inner.rbufs.last().copied().unwrap_or_default(),
+            con_num: self.shared.con_num,
+            new_rkey: p.new_rkey(),
+            hca_port: inner.hca_port,
+            max_pages_per_mr: inner.max_pages_per_mr,
+        })
+    }
+
+    /// `init_conns`: creates and connects each connection in cid order.
+    fn init_conns(&mut self) -> Result {
+        let shared: &PathShared = &self.shared;
+        let nr_cpus = u32::from(shared.irq_con_num.saturating_sub(1)).max(1);
+        for cid in 0..shared.con_num {
+            // Connections 0 and 1 both go to the first CPU.
+            let cpu = u32::from(cid.saturating_sub(1))
+                .checked_rem(nr_cpus)
+                .unwrap_or(0);
+            let con = KBox::pin_init(Con::new(cid, cpu, NonNull::from(shared)), GFP_KERNEL)?;
+            // SAFETY: All members of the storage union are plain data, and
+            // `dst_addr` was filled by inet_pton_with_scope.
+            let family = unsafe { shared.dst_addr.__bindgen_anon_1.__bindgen_anon_1.ss_family };
+            let ps = if u32::from(family) == kernel::bindings::AF_IB {
+                bindings::rdma_ucm_port_space_RDMA_PS_IB
+            } else {
+                bindings::rdma_ucm_port_space_RDMA_PS_TCP
+            };
+            // SAFETY: `con` is pinned and, in the `ConSlot` below, outlives
+            // the cm id (fields drop in order; `ConSlot::drop` runs first).
+            let cm_id = unsafe { CmId::create(&*con, ps, bindings::ib_qp_type_IB_QPT_RC) }
+                .inspect_err(|e| {
+                    pr_err!(
+                        "{}: Failed to create CM ID, err: {:?}\n",
+                        &*shared.sessname,
+                        e
+                    )
+                })?;
+            con.cm_id.store(cm_id.as_ptr(), Ordering::Release);
+            self.cons.push(ConSlot { cm_id, con }, GFP_KERNEL)?;
+            let slot = self.cons.last().ok_or(EINVAL)?;
+            Self::create_cm(shared, slot).inspect_err(|_| {
+                shared.change_state(RtrsCltState::ConnectingErr);
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `create_cm`, after the id exists: resolve and wait for the outcome.
+    fn create_cm(shared: &PathShared, slot: &ConSlot) -> Result {
+        let sess = &*shared.sessname;
+        slot.cm_id
+            .set_reuseaddr(true)
+            .inspect_err(|e| pr_err!("{}: Set address reuse failed, err: {:?}\n", sess, e))?;
+        slot.cm_id
+            .resolve_addr(&shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
+            .inspect_err(|e| pr_err!("{}: Failed to resolve address, err: {:?}\n", sess, e))?;
+        match slot
+            .con
+            .cm_done
+            .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
+        {
+            WaitResult::TimedOut => return Err(err(kernel::bindings::ETIMEDOUT)),
+            WaitResult::Interrupted => return Err(ERESTARTSYS),
+            WaitResult::Done => {}
+        }
+        let cm_err = slot.con.cm_err.load(Ordering::Acquire);
+        if cm_err < 0 {
+            return Err(Error::from_errno(cm_err));
+        }
+        if shared.state() != RtrsCltState::Connecting || cm_err != 1 {
+            // Device removal.
+            return Err(err(kernel::bindings::ECONNABORTED));
+        }
+        Ok(())
+    }
+
+    /// `post_recv_path`: receives on every connection, 2 * 512 on cid 0 and
+    /// 2 * queue_depth on the others; with NEW_RKEY each into an `rsp_ius`
+    /// buffer, otherwise without SGE on `io_comp_cqe`.
+    fn post_recv_path(&self, queue_depth: u32, new_rkey: bool) -> Result {
+        for slot in self.cons.iter() {
+            let con = &slot.con;
+            let q = if con.cid == 0 {
+                SERVICE_CON_QUEUE_DEPTH
+            } else {
+                queue_depth
+            };
+            let q = usize::try_from(q.checked_mul(2).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
+            let inner = con.con_mutex.lock();
+            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
+            for i in 0..q {
+                let res = if new_rkey {
+                    let iu = inner.rsp_ius.get(i).ok_or(EINVAL)?;
+                    // SAFETY: The IU lives in `inner` until the QP is drained
+                    // and destroyed (`ConSlot::drop`).
+                    unsafe { qp.post_recv(iu, con.lkey()) }
+                } else {
+                    // SAFETY: `io_comp_cqe` lives as long as the connection,
+                    // which outlives its QP.
+                    unsafe { post_recv_raw(qp.as_ptr(), con.io_comp_cqe.get(), 0, 0, 0) }
+                };
+                res.inspect_err(|e| pr_err!("{}: post_recv_io(), err: {:?}\n", con.sess(), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `rtrs_send_path_info`, and the processing half of
+    /// `rtrs_clt_info_rsp_done` (`process_info_rsp`, `post_recv_path`),
+    /// done here in process context.
+    fn send_path_info(&mut self) -> Result {
+        let res = self.do_send_path_info();
+        if res.is_err() {
+            self.shared.change_state(RtrsCltState::ConnectingErr);
+        }
+        res
+    }
+
+    fn do_send_path_info(&mut self) -> Result {
+        let shared: &PathShared = &self.shared;
+        let sess = &*shared.sessname;
+        let (params, lkey) = {
+            let pinner = shared.inner.lock();
+            let params = pinner.params.ok_or(EINVAL)?;
+            let dev = pinner.dev.as_ref().ok_or(EINVAL)?;
+            let qd = usize::try_from(params.queue_depth).map_err(|_| EINVAL)?;
+            let rx_sz = RtrsMsgInfoRsp::rx_size(qd).ok_or(EINVAL)?;
+            let mut tx = Iu::<InfoReqDone>::alloc(
+                dev,
+                RtrsMsgInfoReq::SIZE,
+                bindings::dma_data_direction_DMA_TO_DEVICE,
+            )?;
+            let rx =
+                Iu::<InfoRspDone>::alloc(dev, rx_sz, bindings::dma_data_direction_DMA_FROM_DEVICE)?;
+            let msg = RtrsMsgInfoReq::new(sess.as_bytes()).map_err(|_| EINVAL)?;
+            tx.as_mut()
+                .fill_for_device(|buf| msg.encode(buf))
+                .map_err(|_| EINVAL)?;
+            // Stored before posting: posted buffers must outlive the drain.
+            self.info_ius = Some(InfoIus { tx, rx });
+            (params, dev.local_dma_lkey())
+        };
+        let ius = self.info_ius.as_ref().ok_or(EINVAL)?;
+        let con0 = &self.cons.first().ok_or(EINVAL)?.con;
+        shared.info_rsp.store(INFO_RSP_NONE, Ordering::Release);
+        shared.state_changed.reinit();
+        {
+            let inner = con0.con_mutex.lock();
+            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
+            // SAFETY: `ius` stays in `self.info_ius` until after the drain in `close`.
+            unsafe { qp.post_recv(&ius.rx, lkey) }
+                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_recv(), err: {:?}\n", sess, e))?;
+            // SAFETY: As above.
+            unsafe { qp.post_send(&ius.tx, RtrsMsgInfoReq::SIZE, lkey) }
+                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_send(), err: {:?}\n", sess, e))?;
+        }
+
+        // Wait for the response or a state change, as C's wait on state_wq.
+        // Each wake-up is an event after the reinit above; a few rounds
+        // cover a state change that is not the one waited for.
+        for _ in 0..4 {
+            if shared.state() != RtrsCltState::Connecting
+                || shared.info_rsp.load(Ordering::Acquire) != INFO_RSP_NONE
+            {
+                break;
+            }
+            if shared
+                .state_changed
+                .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
+                != WaitResult::Done
+            {
+                break;
+            }
+        }
+        match shared.info_rsp.load(Ordering::Acquire) {
+            INFO_RSP_OK if shared.state() == RtrsCltState::Connecting => {}
+            INFO_RSP_NONE if shared.state() == RtrsCltState::Connecting => {
+                return Err(err(kernel::bindings::ETIMEDOUT));
+            }
+            _ => return Err(econnreset()),
+        }
+
+        // rtrs_clt_info_rsp_done + process_info_rsp.
+        let len =
+            usize::try_from(shared.info_rsp_len.load(Ordering::Relaxed)).map_err(|_| EINVAL)?;
+        let data = ius.rx.data_for_cpu();
+        let Some(buf) = data.get(..len) else {
+            pr_err!("{}: Path info response is malformed: size {}\n", sess, len);
+            return Err(econnreset());
+        };
+        {
+            let mut pinner = shared.inner.lock();
+            RtrsMsgInfoRsp::process(
+                buf,
+                params.queue_depth,
+                params.chunk_size,
+                pinner.rbufs.as_mut_slice(),
+            )
+            .map_err(|e| {
+                pr_err!("{}: Path info response: {}\n", sess, e);
+                econnreset()
+            })?;
+        }
+        self.post_recv_path(params.queue_depth, params.new_rkey())
+            .map_err(|_| econnreset())?;
+        if !shared.change_state(RtrsCltState::Connected) {
+            return Err(econnreset());
+        }
+        Ok(())
+    }
+
+    /// `rtrs_clt_close_conns` + `rtrs_clt_stop_and_destroy_conns`: disconnect
+    /// and drain every connection, wait (at most the connect timeout) for
+    /// the DISCONNECTED events, then destroy QPs, CQs, cm ids and put the PD.
+    fn close(&mut self) {
+        let shared: &PathShared = &self.shared;
+        shared.change_state(RtrsCltState::Closing);
+        shared.all_disconnected.reinit();
+        for slot in self.cons.iter() {
+            // stop_cm
+            slot.cm_id.disconnect();
+            let inner = slot.con.con_mutex.lock();
+            if let Some(qp) = inner.qp.as_ref() {
+                qp.drain();
+            }
+        }
+        // Everything posted is flushed now.
+        self.info_ius = None;
+        if shared.connected_cnt.load(Ordering::Acquire) > 0
+            && shared
+                .all_disconnected
+                .wait_timeout(RTRS_CONNECT_TIMEOUT_MS)
+                == WaitResult::TimedOut
+        {
+            pr_warn!(
+                "{}: timed out waiting for the disconnect of all connections\n",
+                &*shared.sessname
+            );
+        }
+        // The path's own device reference goes first, so that the last
+        // connection's `destroy_con_cq_qp` puts the PD while its cm id (and
+        // so the device) is still there, as in C.
+        drop(shared.inner.lock().dev.take());
+        // In creation order, as C: destroy_con_cq_qp, destroy_cm, destroy_con.
+        drop(core::mem::take(&mut self.cons));
+        shared.change_state(RtrsCltState::Closed);
+    }
+}
+
+impl Drop for Path {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An owning wrapper over an rdma_cm id, with its event handler trampolined
+//! into Rust.
+//!
+//! The id's `context` is a pointer to its owner `T: CmHandler`; the C handler
+//! recovers it and calls `T::cm_event`. rdma_cm serialises the events of one
+//! id (its handler mutex) and runs them in process context, so handlers may
+//! sleep and take mutexes. `rdma_destroy_id` waits for a running handler, so
+//! dropping the `CmId` before its owner is enough to keep `context` valid.
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use kernel::error::{from_err_ptr, to_result};
+use kernel::prelude::*;
+
+use crate::bindings;
+
+fn ms_to_c_ulong(ms: u32) -> kernel::ffi::c_ulong {
+    kernel::ffi::c_ulong::try_from(ms).unwrap_or(kernel::ffi::c_ulong::MAX)
+}
+
+/// The owner of a cm id: gets its events.
+pub(crate) trait CmHandler: Sync {
+    /// One CM event, in process context, under rdma_cm's handler mutex.
+    fn cm_event(&self, id: &CmIdRef<'_>, ev: &CmEvent<'_>);
+}
+
+/// The id as seen from inside its event handler.
+///
+/// # Invariants
+///
+/// `id` is live and its handler mutex is held for `'a`.
+pub(crate) struct CmIdRef<'a> {
+    id: NonNull<bindings::rdma_cm_id>,
+    _l: PhantomData<&'a bindings::rdma_cm_id>,
+}
+
+impl CmIdRef<'_> {
+    /// The raw id.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::rdma_cm_id {
+        self.id.as_ptr()
+    }
+
+    /// The bound device (`cm_id->device`); set from ADDR_RESOLVED on.
+    pub(crate) fn device(&self) -> *mut bindings::ib_device {
+        // SAFETY: By the type invariant the id is live.
+        unsafe { (*self.id.as_ptr()).device }
+    }
+
+    /// The bound port (`cm_id->port_num`).
+    pub(crate) fn port_num(&self) -> u32 {
+        // SAFETY: By the type invariant the id is live.
+        unsafe { (*self.id.as_ptr()).port_num }
+    }
+
+    /// `rdma_resolve_route(id, timeout_ms)`.
+    pub(crate) fn resolve_route(&self, timeout_ms: u32) -> Result {
+        // SAFETY: By the type invariant the id is live.
+        to_result(unsafe {
+            bindings::rdma_resolve_route(self.id.as_ptr(), ms_to_c_ulong(timeout_ms))
+        })
+    }
+
+    /// `rdma_connect_locked` with `private_data` and the retry counts given.
+    /// Only valid from the handler (the handler mutex is held: invariant).
+    pub(crate) fn connect_locked(
+        &self,
+        private_data: &[u8],
+        retry_count: u8,
+        rnr_retry_count: u8,
+    ) -> Result {
+        let len = u8::try_from(private_data.len()).map_err(|_| EINVAL)?;
+        let mut param = bindings::rdma_conn_param {
+            private_data: private_data.as_ptr().cast(),
+            private_data_len: len,
+            retry_count,
+            rnr_retry_count,
+            ..Default::default()
+        };
+        // SAFETY: The id is live and its handler mutex held (invariant);
+        // `param` and the private data live across the call, which copies them.
+        to_result(unsafe { bindings::rdma_connect_locked(self.id.as_ptr(), &mut param) })
+    }
+}
+
+/// `rdma_notify(id, event)`, for the QP event handler (which has no
+/// `CmIdRef`).
+///
+/// # Safety
+///
+/// `id` must be a live cm id.
+pub(crate) unsafe fn rdma_notify(
+    id: *mut bindings::rdma_cm_id,
+    event: bindings::ib_event_type,
+) -> Result {
+    // SAFETY: The caller guarantees `id` is live.
+    to_result(unsafe { bindings::rdma_notify(id, event) })
+}
+
+/// One CM event.
+///
+/// # Invariants
+///
+/// `ev` is the event being delivered to `id`, valid for `'a`.
+pub(crate) struct CmEvent<'a> {
+    ev: NonNull<bindings::rdma_cm_event>,
+    id: NonNull<bindings::rdma_cm_id>,
+    _l: PhantomData<&'a bindings::rdma_cm_event>,
+}
+
+impl CmEvent<'_> {
+    fn ev(&self) -> &bindings::rdma_cm_event {
+        // SAFETY: By the type invariant the event is valid for our lifetime.
+        unsafe { self.ev.as_ref() }
+    }
+
+    /// `ev->event`.
+    pub(crate) fn event(&self) -> bindings::rdma_cm_event_type {
+        self.ev().event
+    }
+
+    /// `ev->status`.
+    pub(crate) fn status(&self) -> i32 {
+        self.ev().status
+    }
+
+    /// `rdma_event_msg(ev->event)`, for logs.
+    pub(crate) fn event_msg(&self) -> &CStr {
+        // SAFETY: rdma_event_msg returns a static NUL-terminated string.
+        unsafe { CStr::from_char_ptr(bindings::rdma_event_msg(self.ev().event)) }
+    }
+
+    /// The connection private data (`ev->param.conn`), for ESTABLISHED.
+    pub(crate) fn conn_private_data(&self) -> &[u8] {
+        // SAFETY: For connection events `param.conn` is the active member.
+        let conn = unsafe { &self.ev().param.conn };
+        if conn.private_data.is_null() {
+            return &[];
+        }
+        // SAFETY: rdma_cm guarantees `private_data_len` readable bytes for the
+        // duration of the event.
+        unsafe {
+            core::slice::from_raw_parts(
+                conn.private_data.cast::<u8>(),
+                usize::from(conn.private_data_len),
+            )
+        }
+    }
+
+    /// `rdma_consumer_reject_data`, for REJECTED: the peer's reject private
+    /// data, if it sent any.
+    pub(crate) fn consumer_reject_data(&self) -> Option<&[u8]> {
+        let mut len: u8 = 0;
+        // SAFETY: The id and event are live (invariant) and only read;
+        // `len` is writable.
+        let p = unsafe {
+            bindings::rdma_consumer_reject_data(self.id.as_ptr(), self.ev.as_ptr(), &mut len)
+        };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: rdma_cm returns `len` readable bytes valid during the event.
+        Some(unsafe { core::slice::from_raw_parts(p.cast::<u8>(), usize::from(len)) })
+    }
+
+    /// `rdma_reject_msg(id, ev->status)`, for logs.
+    pub(crate) fn reject_msg(&self) -> &CStr {
+        // SAFETY: The id is live; the result is a static NUL-terminated string.
+        unsafe {
+            CStr::from_char_ptr(bindings::rdma_reject_msg(
+                self.id.as_ptr(),
+                self.ev().status,
+            ))
+        }
+    }
+}
+
+/// The C event handler: recovers `T` from `cm_id->context`.
+///
+/// # Safety
+///
+/// Called by rdma_cm for an id created by `CmId::<T>::create`, whose
+/// `context` is a `T` that outlives the id.
+unsafe extern "C" fn cm_handler<T: CmHandler>(
+    id: *mut bindings::rdma_cm_id,
+    ev: *mut bindings::rdma_cm_event,
+) -> kernel::ffi::c_int {
+    let (Some(idp), Some(evp)) = (NonNull::new(id), NonNull::new(ev)) else {
+        return 0;
+    };
+    // SAFETY: By the function's contract `context` is a live `T`.
+    let owner = unsafe { &*(*id).context.cast::<T>() };
+    // INVARIANT: rdma_cm holds the handler mutex during the callback.
+    let idref = CmIdRef {
+        id: idp,
+        _l: PhantomData,
+    };
+    // INVARIANT: rdma_cm passes an event valid for the callback.
+    let cmev = CmEvent {
+        ev: evp,
+        id: idp,
+        _l: PhantomData,
+    };
+    owner.cm_event(&idref, &cmev);
+    // Never ask rdma_cm to destroy the id: the owner does that.
+    0
+}
+
+/// An rdma_cm id, destroyed on drop.
+///
+/// # Invariants
+///
+/// `id` came from a successful `rdma_create_id` with `cm_handler::<T>` and a
+/// `context` that outlives this value; it is destroyed only in `drop`.
+pub(crate) struct CmId<T: CmHandler> {
+    id: NonNull<bindings::rdma_cm_id>,
+    _owner: PhantomData<*const T>,
+}
+
+// SAFETY: rdma_cm ids may be used and destroyed from any thread.
+unsafe impl<T: CmHandler> Send for CmId<T> {}
+// SAFETY: The methods on `&CmId` are thread safe in rdma_cm.
+unsafe impl<T: CmHandler> Sync for CmId<T> {}
+
+impl<T: CmHandler> CmId<T> {
+    /// `rdma_create_id(&init_net, handler, owner, ps, qp_type)`.
+    ///
+    /// # Safety
+    ///
+    /// `owner` must point to a `T` that stays valid (and pinned) until the
+    /// returned id is dropped.
+    pub(crate) unsafe fn create(
+        owner: *const T,
+        ps: bindings::rdma_ucm_port_space,
+        qp_type: bindings::ib_qp_type,
+    ) -> Result<Self> {
+        // SAFETY: The handler matches `T`; the caller guarantees `owner`.
+        let id = from_err_ptr(unsafe {
+            bindings::rtrs_rs_rdma_create_id(
+                Some(cm_handler::<T>),
+                owner.cast_mut().cast(),
+                ps,
+                qp_type,
+            )
+        })?;
+        let id = NonNull::new(id).ok_or(ENOMEM)?;
+        // INVARIANT: just created; the caller guarantees the context.
+        Ok(Self {
+            id,
+            _owner: PhantomData,
+        })
+    }
+
+    /// The raw id.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::rdma_cm_id {
+        self.id.as_ptr()
+    }
+
+    /// `rdma_set_reuseaddr(id, reuse)`.
+    pub(crate) fn set_reuseaddr(&self, reuse: bool) -> Result {
+        // SAFETY: By the type invariant the id is live.
+        to_result(unsafe { bindings::rdma_set_reuseaddr(self.id.as_ptr(), i32::from(reuse)) })
+    }
+
+    /// `rdma_resolve_addr(id, any source, dst, timeout_ms)`.
+    pub(crate) fn resolve_addr(
+        &self,
+        dst: &bindings::__kernel_sockaddr_storage,
+        timeout_ms: u32,
+    ) -> Result {
+        let dst: *const bindings::__kernel_sockaddr_storage = dst;
+        // SAFETY: The id is live; `dst` is a valid sockaddr_storage that
+        // rdma_cm copies; a NULL source means "any".
+        to_result(unsafe {
+            bindings::rdma_resolve_addr(
+                self.id.as_ptr(),
+                core::ptr::null_mut(),
+                dst.cast(),
+                ms_to_c_ulong(timeout_ms),
+            )
+        })
+    }
+
+    /// `rdma_disconnect(id)`; errors (not connected) are ignored, as in C.
+    pub(crate) fn disconnect(&self) {
+        // SAFETY: By the type invariant the id is live.
+        let _ = unsafe { bindings::rdma_disconnect(self.id.as_ptr()) };
+    }
+}
+
+impl<T: CmHandler> Drop for CmId<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the id is live and destroyed only here;
+        // rdma_destroy_id waits for a running handler, and its QP was
+        // destroyed first by the owner.
+        unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
+    }
+}
