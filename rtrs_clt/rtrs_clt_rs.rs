@@ -47,6 +47,8 @@ mod bindings;
 mod rtrs_core {
     pub mod imm;
     pub mod names;
+    pub mod path_state;
+    pub mod policy;
     pub mod proto;
     pub mod sysfs_fmt;
 }

@@ -13,5 +13,7 @@
 
 pub mod imm;
 pub mod names;
+pub mod path_state;
+pub mod policy;
 pub mod proto;
 pub mod sysfs_fmt;
