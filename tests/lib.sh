@@ -96,3 +96,36 @@ fio_verify() {
 		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0 \
 		--output-format=terse --terse-version=3 "$@"
 }
+
+# --- rnbd-client over this module ---------------------------------------------
+
+# True once this module exports the rtrs_clt_* API that rnbd-client imports.
+rs_api_exported() {
+	local s
+	for s in rtrs_clt_open rtrs_clt_close rtrs_clt_get_permit rtrs_clt_put_permit \
+		rtrs_clt_request rtrs_clt_rdma_cq_direct rtrs_clt_query; do
+		grep -qE "^0x[0-9a-f]+[[:space:]]+$s[[:space:]]" "$RTRS_REPO/Module.symvers" 2>/dev/null || return 1
+	done
+}
+
+# skip_all_unless_api <plan>: if the API is not exported yet, report every
+# planned test as skipped and exit.
+skip_all_unless_api() {
+	rs_api_exported && return 0
+	tap_plan "$1"
+	local i
+	for i in $(seq 1 "$1"); do tap_skip "test $i" "rtrs_clt_* API not exported by rtrs-client-rs yet"; done
+	exit 0
+}
+
+# The unmodified in-tree rnbd-client on top of this module: rtrs_core (for
+# rtrs_addr_to_sockaddr), this module, then rnbd-client with insmod, since
+# modprobe would pull in the in-tree rtrs-client.
+load_rnbd_rs() {
+	modprobe rtrs_core && load_rs "$@" && insmod "$(modinfo -n rnbd_client)"
+}
+
+# Bytes and counts of stats/rdma of a session's first path: "rc rb wc wb inflight failover".
+path_rdma_stats() {
+	cat /sys/class/rtrs-client/"$1"/paths/*/stats/rdma 2>/dev/null | head -n 1
+}

@@ -1,0 +1,34 @@
+#!/bin/bash
+# The unmodified in-tree rnbd-client over this module: map and unmap, the
+# server sees the session, 100 cycles without a leak or splat; rmmod while
+# mapped is refused.
+. "$(dirname "$0")/../lib.sh"
+PLAN=8
+skip_all_unless_api $PLAN
+tap_plan $PLAN
+
+srv=/sys/class/rtrs-server
+tap_check "in-tree server side loads" start_server 65536
+tap_check "rtrs_core, this module and the unmodified rnbd-client load" load_rnbd_rs
+tap_check "rnbd-client is bound to rtrs_client_rs" sh -c 'grep "^rtrs_client_rs " /proc/modules | grep -q rnbd_client'
+
+dev=$(map_rnbd s1 /dev/ram0)
+if [ -b "$dev" ]; then tap_ok "map_device gives $dev"; else tap_not_ok "map_device"; diag "$(dmesg | tail -20)"; fi
+tap_check "server and client sysfs show the session" sh -c "[ -d $srv/s1 ] && [ -d /sys/class/rtrs-client/s1 ]"
+if rmmod rtrs_client_rs 2>/dev/null; then tap_not_ok "rmmod while mapped is refused"; else tap_ok "rmmod while mapped is refused"; fi
+unmap_rnbd s1
+
+fails=0
+for i in $(seq 1 100); do
+	d=$(map_rnbd c$i /dev/ram0) || { fails=$((fails + 1)); diag "map $i failed"; continue; }
+	[ -b "$d" ] || fails=$((fails + 1))
+	unmap_rnbd c$i || { fails=$((fails + 1)); diag "unmap $i failed"; }
+	wait_for 20 sh -c "[ ! -e /sys/class/rtrs-client/c$i ]" || { fails=$((fails + 1)); diag "session c$i left"; }
+done
+tap_check "100 map/unmap cycles ($fails failures)" test $fails -eq 0
+
+unload_modules rnbd_client rtrs_client_rs
+stop_server
+left=$(rtrs_modules_loaded)
+tap_check "unmap and unload leave nothing loaded" test -z "$left"
+tap_done
