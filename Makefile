@@ -11,13 +11,14 @@
 #   make check                 all tests (host and VM), TAP, summary line
 #   make demo                  the main job: boot the VM, map rnbd, show this module
 #   make host-test             cargo test of rtrs_core
+#   make bench                 4k randread QD32: C client vs this module, same VM boot
 
 FLAVOUR ?= test
 export FLAVOUR
 CACHED_KDIR = $(shell bash -c '. scripts/kernel-env.sh && echo $$KDIR_BUILT')
 KDIR ?= $(if $(wildcard $(CACHED_KDIR)/.config),$(CACHED_KDIR),/lib/modules/$(shell uname -r)/build)
 
-.PHONY: all modules clean setup kernel vm check demo host-test
+.PHONY: all modules clean setup kernel vm check demo host-test bench
 
 all: modules
 
@@ -49,3 +50,6 @@ demo:
 
 host-test:
 	cargo test --workspace
+
+bench:
+	scripts/bench.sh

@@ -1,0 +1,35 @@
+#!/bin/bash
+# In the VM: see bench.sh.
+set -uo pipefail
+. "$(dirname "$0")/../tests/lib.sh"
+RUNTIME=${RUNTIME:-20}
+
+# run_fio <dev>: prints the read IOPS.
+run_fio() {
+	fio --name=bench --filename="$1" --direct=1 --ioengine=libaio --rw=randread \
+		--bs=4k --iodepth=32 --numjobs=1 --time_based --runtime="$RUNTIME" --ramp_time=2 \
+		--size=64M --output-format=terse --terse-version=3 | tail -n1 | cut -d';' -f8
+}
+
+start_server 131072
+dd if=/dev/zero of=/dev/ram0 bs=1M count=64 oflag=direct status=none
+
+modprobe rnbd_client
+dev=$(map_rnbd benchc /dev/ram0)
+c_iops=$(run_fio "$dev")
+unmap_rnbd benchc
+unload_modules rnbd_client rtrs_client rtrs_core
+echo "C client:       4k randread QD32 IOPS $c_iops"
+
+if ! rs_api_exported; then
+	echo "rtrs-client-rs: the rtrs_clt_* API is not exported yet; no comparison"
+	exit 0
+fi
+load_rnbd_rs
+dev=$(map_rnbd benchrs /dev/ram0)
+rs_iops=$(run_fio "$dev")
+unmap_rnbd benchrs
+unload_modules rnbd_client rtrs_client_rs rtrs_core
+echo "rtrs-client-rs: 4k randread QD32 IOPS $rs_iops"
+awk -v r="$rs_iops" -v c="$c_iops" 'BEGIN { if (c > 0) printf "ratio rtrs-client-rs / C: %.2f\n", r / c }'
+stop_server
