@@ -1,1 +1,874 @@
 // SPDX-License-Identifier: GPL-2.0
+
+//! Path state machine and the bookkeeping around it, as pure logic.
+//!
+//! Mirrors `rtrs_clt_change_state` and friends (rtrs-clt.c), the reconnect
+//! decisions of `rtrs_clt_reconnect_work` / `rtrs_clt_err_recovery_work`,
+//! the heartbeat miss counter of `hb_work` (rtrs.c) and the session link
+//! events of `rtrs_clt_path_up` / `rtrs_clt_path_down`. Locking stays with
+//! the caller: every function here expects the lock that guards the same
+//! fields in C (`state_wq.lock`, `paths_ev_mutex`, ...) to be held.
+
+use super::proto::{MAX_PATHS_NUM, RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
+
+// ---------------------------------------------------------------------------
+// States and transitions
+// ---------------------------------------------------------------------------
+
+/// `enum rtrs_clt_state`, with the C values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RtrsCltState {
+    /// `RTRS_CLT_CONNECTING`; the initial state set by `alloc_path`.
+    #[default]
+    Connecting = 0,
+    /// `RTRS_CLT_CONNECTING_ERR`.
+    ConnectingErr = 1,
+    /// `RTRS_CLT_RECONNECTING`.
+    Reconnecting = 2,
+    /// `RTRS_CLT_CONNECTED`.
+    Connected = 3,
+    /// `RTRS_CLT_CLOSING`.
+    Closing = 4,
+    /// `RTRS_CLT_CLOSED`.
+    Closed = 5,
+    /// `RTRS_CLT_DEAD`.
+    Dead = 6,
+}
+
+impl RtrsCltState {
+    /// Every state, in C value order.
+    pub const ALL: [RtrsCltState; 7] = [
+        RtrsCltState::Connecting,
+        RtrsCltState::ConnectingErr,
+        RtrsCltState::Reconnecting,
+        RtrsCltState::Connected,
+        RtrsCltState::Closing,
+        RtrsCltState::Closed,
+        RtrsCltState::Dead,
+    ];
+
+    /// The state for a C enum value, if valid.
+    pub const fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => RtrsCltState::Connecting,
+            1 => RtrsCltState::ConnectingErr,
+            2 => RtrsCltState::Reconnecting,
+            3 => RtrsCltState::Connected,
+            4 => RtrsCltState::Closing,
+            5 => RtrsCltState::Closed,
+            6 => RtrsCltState::Dead,
+            _ => return None,
+        })
+    }
+
+    /// The C enum value.
+    pub const fn as_raw(self) -> u32 {
+        self as u32
+    }
+
+    /// The name the C tracepoints print for the state.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RtrsCltState::Connecting => "CONNECTING",
+            RtrsCltState::ConnectingErr => "CONNECTING_ERR",
+            RtrsCltState::Reconnecting => "RECONNECTING",
+            RtrsCltState::Connected => "CONNECTED",
+            RtrsCltState::Closing => "CLOSING",
+            RtrsCltState::Closed => "CLOSED",
+            RtrsCltState::Dead => "DEAD",
+        }
+    }
+
+    /// Whether `rtrs_clt_change_state` lets a path in `self` move to `new`.
+    ///
+    /// A move to the same state is refused, as in C.
+    pub const fn can_change_to(self, new: RtrsCltState) -> bool {
+        use RtrsCltState::*;
+        match new {
+            Connecting => matches!(self, Reconnecting),
+            ConnectingErr => matches!(self, Connecting),
+            Reconnecting => matches!(self, Connected | ConnectingErr | Closed),
+            Connected => matches!(self, Connecting),
+            Closing => matches!(self, Connecting | ConnectingErr | Reconnecting | Connected),
+            Closed => matches!(self, Closing),
+            Dead => matches!(self, Closed),
+        }
+    }
+}
+
+/// `rtrs_clt_change_state`: moves `*cur` to `new` if the table allows it.
+///
+/// Returns whether the state changed; on `true` the caller wakes `state_wq`.
+pub fn change_state(cur: &mut RtrsCltState, new: RtrsCltState) -> bool {
+    let changed = cur.can_change_to(new);
+    if changed {
+        *cur = new;
+    }
+    changed
+}
+
+/// `rtrs_clt_change_state_from_to`: [`change_state`] only if `*cur == old`.
+pub fn change_state_from_to(cur: &mut RtrsCltState, old: RtrsCltState, new: RtrsCltState) -> bool {
+    *cur == old && change_state(cur, new)
+}
+
+/// `rtrs_clt_change_state_get_old`: [`change_state`], also returning the
+/// state seen before the attempt.
+pub fn change_state_get_old(cur: &mut RtrsCltState, new: RtrsCltState) -> (bool, RtrsCltState) {
+    let old = *cur;
+    (change_state(cur, new), old)
+}
+
+/// What `rtrs_rdma_error_recovery` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorRecovery {
+    /// CONNECTED -> RECONNECTING: the caller queues `err_recovery_work`.
+    Reconnecting,
+    /// CONNECTING -> CONNECTING_ERR: the connecting thread will notice.
+    ConnectingErr,
+    /// Any other state: nothing changed.
+    Nothing,
+}
+
+/// `rtrs_rdma_error_recovery`: the state move made on a path error.
+pub fn rdma_error_recovery(cur: &mut RtrsCltState) -> ErrorRecovery {
+    if change_state_from_to(cur, RtrsCltState::Connected, RtrsCltState::Reconnecting) {
+        ErrorRecovery::Reconnecting
+    } else if change_state_from_to(cur, RtrsCltState::Connecting, RtrsCltState::ConnectingErr) {
+        ErrorRecovery::ConnectingErr
+    } else {
+        ErrorRecovery::Nothing
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reconnect
+// ---------------------------------------------------------------------------
+
+/// `rtrs_clt_set_max_reconnect_attempts`: the user's int (-1 = infinite,
+/// 0 = none, N) as the `unsigned int` C stores; -1 becomes `u32::MAX`.
+pub const fn max_reconnect_attempts_from_user(value: i32) -> u32 {
+    value as u32
+}
+
+/// `rtrs_clt_get_max_reconnect_attempts`: the stored value read back as int.
+pub const fn max_reconnect_attempts_to_user(stored: u32) -> i32 {
+    stored as i32
+}
+
+/// `err_recovery_work` delay before `reconnect_dwork` runs, in ms:
+/// `reconnect_delay_sec * 1000` plus `rand` reduced below
+/// `RTRS_RECONNECT_SEED` (0..=7 **ms**, whatever the C comment says).
+///
+/// `rand` is any random `u32` (or a `get_random_u32_below(SEED)` result).
+/// The arithmetic wraps in `u32` like C's; `rtrs_clt_open` takes the delay
+/// as a `u8`, so it never does in practice.
+pub const fn reconnect_delay_ms(reconnect_delay_sec: u32, rand: u32) -> u32 {
+    reconnect_delay_sec
+        .wrapping_mul(1000)
+        .wrapping_add(rand % RTRS_RECONNECT_SEED)
+}
+
+/// Time from the end of `err_recovery_work` until `rtrs_clt_reconnect_work`
+/// tries RECONNECTING -> CONNECTING, in ms: [`reconnect_delay_ms`] plus the
+/// `RTRS_RECONNECT_BACKOFF` sleep.
+pub const fn reconnect_total_delay_ms(reconnect_delay_sec: u32, rand: u32) -> u64 {
+    (reconnect_delay_ms(reconnect_delay_sec, rand) as u64)
+        .saturating_add(RTRS_RECONNECT_BACKOFF as u64)
+}
+
+/// What `rtrs_clt_reconnect_work` decided at its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconnectDecision {
+    /// The path is not RECONNECTING: return without doing anything.
+    NotReconnecting,
+    /// `reconnect_attempts >= max_reconnect_attempts`: call
+    /// `rtrs_clt_close_conns` (the path ends CLOSED) and stop.
+    GiveUp,
+    /// The attempt was counted: sleep `RTRS_RECONNECT_BACKOFF`, then try
+    /// RECONNECTING -> CONNECTING and `init_path`.
+    Attempt,
+}
+
+/// What a sysfs `reconnect` write (`rtrs_clt_reconnect_from_sysfs`) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SysfsReconnect {
+    /// Moved to RECONNECTING and reset the attempts: the caller stops and
+    /// destroys the connections, queues `reconnect_dwork` at once and
+    /// flushes it; the result is 0 if CONNECTED afterwards, else -ENOTCONN.
+    Started,
+    /// Already RECONNECTING: the caller only flushes `reconnect_dwork`,
+    /// then answers as for [`SysfsReconnect::Started`].
+    Flush,
+    /// Any other state: -EBUSY.
+    Busy,
+}
+
+/// Per-path reconnect and link bookkeeping: the fields of
+/// `struct rtrs_clt_path` and of its `stats->reconnects` that the state
+/// machine touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrsCltPathLink {
+    /// `established`: the path counted in the session's `paths_up`.
+    pub established: bool,
+    /// `reconnect_attempts` (`unsigned int`).
+    pub reconnect_attempts: u32,
+    /// `stats->reconnects.successful_cnt`; starts at -1 so the first
+    /// connect reads 0.
+    pub successful_cnt: i32,
+    /// `stats->reconnects.fail_cnt`.
+    pub fail_cnt: i32,
+}
+
+impl Default for RtrsCltPathLink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RtrsCltPathLink {
+    /// A fresh path, as after `alloc_path` and `rtrs_clt_init_stats`.
+    pub const fn new() -> Self {
+        Self {
+            established: false,
+            reconnect_attempts: 0,
+            successful_cnt: -1,
+            fail_cnt: 0,
+        }
+    }
+
+    /// Start of `rtrs_clt_reconnect_work` with the path in `state` and the
+    /// session's stored `max_reconnect_attempts` (see
+    /// [`max_reconnect_attempts_from_user`]). Counts the attempt on
+    /// [`ReconnectDecision::Attempt`].
+    ///
+    /// The comparison is unsigned as in C: `max` 0 never tries, N tries N
+    /// times, `u32::MAX` (-1) is effectively unlimited.
+    pub fn reconnect_work(
+        &mut self,
+        state: RtrsCltState,
+        max_reconnect_attempts: u32,
+    ) -> ReconnectDecision {
+        if state != RtrsCltState::Reconnecting {
+            return ReconnectDecision::NotReconnecting;
+        }
+        if self.reconnect_attempts >= max_reconnect_attempts {
+            return ReconnectDecision::GiveUp;
+        }
+        // reconnect_attempts < max <= u32::MAX, so this never saturates.
+        self.reconnect_attempts = self.reconnect_attempts.saturating_add(1);
+        ReconnectDecision::Attempt
+    }
+
+    /// `reconnect_again` in `rtrs_clt_reconnect_work`, after `init_path`
+    /// failed: try to move to RECONNECTING (refused if the path is now
+    /// CLOSING); on success count a failure. Returns whether the caller must
+    /// queue `err_recovery_work`.
+    pub fn reconnect_failed(&mut self, state: &mut RtrsCltState) -> bool {
+        let changed = change_state(state, RtrsCltState::Reconnecting);
+        if changed {
+            self.fail_cnt = self.fail_cnt.wrapping_add(1);
+        }
+        changed
+    }
+
+    /// The server's queue depth changed during a reconnect: C sets
+    /// `reconnect_attempts = -1`, so the next reconnect work gives up and
+    /// only a sysfs `reconnect` revives the path.
+    pub fn disable_auto_reconnect(&mut self) {
+        self.reconnect_attempts = u32::MAX;
+    }
+
+    /// `rtrs_clt_reconnect_from_sysfs`: try to move to RECONNECTING and, if
+    /// that worked, reset the attempts.
+    pub fn sysfs_reconnect(&mut self, state: &mut RtrsCltState) -> SysfsReconnect {
+        let (changed, old) = change_state_get_old(state, RtrsCltState::Reconnecting);
+        if changed {
+            self.reconnect_attempts = 0;
+            SysfsReconnect::Started
+        } else if old == RtrsCltState::Reconnecting {
+            SysfsReconnect::Flush
+        } else {
+            SysfsReconnect::Busy
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Session link events
+// ---------------------------------------------------------------------------
+
+/// `enum rtrs_clt_link_ev`, with the C values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtrsCltLinkEv {
+    /// `RTRS_CLT_LINK_EV_RECONNECTED`.
+    Reconnected = 0,
+    /// `RTRS_CLT_LINK_EV_DISCONNECTED`.
+    Disconnected = 1,
+}
+
+/// The session's `paths_up` counter (guarded by `paths_ev_mutex` in C).
+///
+/// It starts at `MAX_PATHS_NUM` so that no event fires while `rtrs_clt_open`
+/// brings the paths up; once all `paths_num` paths are up it is rebased to
+/// `paths_num`. A path dropping during open prevents the rebase (C does
+/// the same: later DISCONNECTED events are then lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrsCltPathsUp {
+    paths_up: i32,
+}
+
+impl Default for RtrsCltPathsUp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RtrsCltPathsUp {
+    /// `clt->paths_up = MAX_PATHS_NUM`, as `alloc_clt` sets it.
+    pub const fn new() -> Self {
+        Self {
+            paths_up: MAX_PATHS_NUM as i32,
+        }
+    }
+
+    /// The raw counter (`clt->paths_up`).
+    pub const fn paths_up(&self) -> i32 {
+        self.paths_up
+    }
+
+    /// `rtrs_clt_path_up` for `path`, with the session's current
+    /// `paths_num`. Marks the path established, resets its reconnect
+    /// attempts and counts a successful connect. Returns the event to pass
+    /// to `link_ev`, if any.
+    pub fn path_up(
+        &mut self,
+        path: &mut RtrsCltPathLink,
+        paths_num: usize,
+    ) -> Option<RtrsCltLinkEv> {
+        let up = self.paths_up.wrapping_add(1);
+        self.paths_up = up;
+        let mut ev = None;
+        let all_opened = (MAX_PATHS_NUM as usize).checked_add(paths_num);
+        if up > MAX_PATHS_NUM as i32 && usize::try_from(up).ok() == all_opened {
+            // up == MAX_PATHS_NUM + paths_num fits in i32, so paths_num does.
+            self.paths_up = i32::try_from(paths_num).unwrap_or(i32::MAX);
+        } else if up == 1 {
+            ev = Some(RtrsCltLinkEv::Reconnected);
+        }
+        path.established = true;
+        path.reconnect_attempts = 0;
+        path.successful_cnt = path.successful_cnt.wrapping_add(1);
+        ev
+    }
+
+    /// `rtrs_clt_path_down` for `path`: only an established path counts;
+    /// the last one down fires DISCONNECTED.
+    ///
+    /// C WARNs if the counter is already 0 (then it goes to -1 and no event
+    /// fires); check [`RtrsCltPathsUp::paths_up`] first to do the same.
+    pub fn path_down(&mut self, path: &mut RtrsCltPathLink) -> Option<RtrsCltLinkEv> {
+        if !path.established {
+            return None;
+        }
+        path.established = false;
+        self.paths_up = self.paths_up.wrapping_sub(1);
+        if self.paths_up == 0 {
+            Some(RtrsCltLinkEv::Disconnected)
+        } else {
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Heartbeat
+// ---------------------------------------------------------------------------
+
+/// What one run of `hb_work` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HbAction {
+    /// `hb_missed_cnt > hb_missed_max`: call the error handler (path goes to
+    /// RECONNECTING) and do not reschedule.
+    ErrHandler,
+    /// A heartbeat is still unanswered: reschedule without sending.
+    Reschedule,
+    /// Set `hb_last_sent`, post HB_MSG, reschedule (a post failure calls
+    /// the error handler instead).
+    Send,
+}
+
+/// Heartbeat miss accounting of `struct rtrs_path` (`hb_missed_cnt`,
+/// `hb_missed_max`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrsHb {
+    hb_missed_cnt: u32,
+    hb_missed_max: u32,
+}
+
+impl RtrsHb {
+    /// `rtrs_init_hb` with `missed_max` (`RTRS_HB_MISSED_MAX` on the client).
+    pub const fn new(missed_max: u32) -> Self {
+        Self {
+            hb_missed_cnt: 0,
+            hb_missed_max: missed_max,
+        }
+    }
+
+    /// `hb_missed_cnt`.
+    pub const fn hb_missed_cnt(&self) -> u32 {
+        self.hb_missed_cnt
+    }
+
+    /// `hb_missed_max`.
+    pub const fn hb_missed_max(&self) -> u32 {
+        self.hb_missed_max
+    }
+
+    /// One `hb_work` tick. With a silent peer and max 5, the error fires on
+    /// the 7th tick after the last reception.
+    pub fn work(&mut self) -> HbAction {
+        if self.hb_missed_cnt > self.hb_missed_max {
+            return HbAction::ErrHandler;
+        }
+        let old = self.hb_missed_cnt;
+        self.hb_missed_cnt = old.wrapping_add(1);
+        if old != 0 {
+            HbAction::Reschedule
+        } else {
+            HbAction::Send
+        }
+    }
+
+    /// Any receive completion on any connection of the path (IO response,
+    /// HB_MSG, HB_ACK, RECV): the peer is alive.
+    pub fn received(&mut self) {
+        self.hb_missed_cnt = 0;
+    }
+
+    /// `rtrs_stop_hb`: clears the miss counter; `hb_missed_max` is kept so a
+    /// reconnected path keeps its limit.
+    pub fn stop(&mut self) {
+        self.hb_missed_cnt = 0;
+    }
+}
+
+/// `hb_cur_latency` on HB_ACK: `now - hb_last_sent` in ns (`ktime_sub`).
+pub const fn hb_cur_latency(now_ns: i64, hb_last_sent_ns: i64) -> i64 {
+    now_ns.wrapping_sub(hb_last_sent_ns)
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::super::proto::RTRS_HB_MISSED_MAX;
+    use super::*;
+    use RtrsCltState::*;
+
+    /// The C table, written out independently of `can_change_to`.
+    fn c_allows(old: RtrsCltState, new: RtrsCltState) -> bool {
+        let allowed: &[RtrsCltState] = match new {
+            Connecting => &[Reconnecting],
+            ConnectingErr => &[Connecting],
+            Reconnecting => &[Connected, ConnectingErr, Closed],
+            Connected => &[Connecting],
+            Closing => &[Connecting, ConnectingErr, Reconnecting, Connected],
+            Closed => &[Closing],
+            Dead => &[Closed],
+        };
+        allowed.contains(&old)
+    }
+
+    #[test]
+    fn raw_values_and_names() {
+        for (i, s) in RtrsCltState::ALL.iter().enumerate() {
+            assert_eq!(s.as_raw() as usize, i);
+            assert_eq!(RtrsCltState::from_raw(i as u32), Some(*s));
+        }
+        assert_eq!(RtrsCltState::from_raw(7), None);
+        assert_eq!(RtrsCltState::from_raw(u32::MAX), None);
+        assert_eq!(RtrsCltState::default(), Connecting);
+        assert_eq!(ConnectingErr.name(), "CONNECTING_ERR");
+        assert_eq!(Dead.name(), "DEAD");
+    }
+
+    #[test]
+    fn full_transition_table() {
+        let mut allowed = 0;
+        for old in RtrsCltState::ALL {
+            for new in RtrsCltState::ALL {
+                let want = c_allows(old, new);
+                assert_eq!(old.can_change_to(new), want, "{old:?} -> {new:?}");
+                let mut cur = old;
+                assert_eq!(change_state(&mut cur, new), want, "{old:?} -> {new:?}");
+                assert_eq!(cur, if want { new } else { old });
+                let mut cur = old;
+                assert_eq!(change_state_get_old(&mut cur, new), (want, old));
+                if want {
+                    allowed += 1;
+                }
+            }
+        }
+        assert_eq!(allowed, 12);
+        // No self-transition is allowed.
+        for s in RtrsCltState::ALL {
+            assert!(!s.can_change_to(s));
+        }
+    }
+
+    #[test]
+    fn from_to_requires_matching_old() {
+        for cur0 in RtrsCltState::ALL {
+            for old in RtrsCltState::ALL {
+                for new in RtrsCltState::ALL {
+                    let mut cur = cur0;
+                    let want = cur0 == old && c_allows(old, new);
+                    assert_eq!(change_state_from_to(&mut cur, old, new), want);
+                    assert_eq!(cur, if want { new } else { cur0 });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn error_recovery() {
+        for s in RtrsCltState::ALL {
+            let mut cur = s;
+            let r = rdma_error_recovery(&mut cur);
+            match s {
+                Connected => assert_eq!((r, cur), (ErrorRecovery::Reconnecting, Reconnecting)),
+                Connecting => assert_eq!((r, cur), (ErrorRecovery::ConnectingErr, ConnectingErr)),
+                _ => assert_eq!((r, cur), (ErrorRecovery::Nothing, s)),
+            }
+        }
+    }
+
+    #[test]
+    fn full_lifecycle() {
+        let mut st = RtrsCltState::default();
+        assert!(change_state(&mut st, Connected));
+        assert!(change_state(&mut st, Reconnecting));
+        assert!(change_state(&mut st, Connecting));
+        assert!(change_state(&mut st, ConnectingErr));
+        assert!(change_state(&mut st, Reconnecting));
+        assert!(change_state(&mut st, Closing));
+        assert!(!change_state(&mut st, Dead));
+        assert!(change_state(&mut st, Closed));
+        assert!(change_state(&mut st, Reconnecting)); // sysfs revive
+        assert!(change_state(&mut st, Closing));
+        assert!(change_state(&mut st, Closed));
+        assert!(change_state(&mut st, Dead));
+        for s in RtrsCltState::ALL {
+            assert!(!change_state(&mut st, s));
+        }
+    }
+
+    #[test]
+    fn max_reconnect_attempts_conversions() {
+        assert_eq!(max_reconnect_attempts_from_user(-1), u32::MAX);
+        assert_eq!(max_reconnect_attempts_from_user(0), 0);
+        assert_eq!(max_reconnect_attempts_from_user(9999), 9999);
+        for v in [-1, 0, 1, 2, 9999] {
+            assert_eq!(
+                max_reconnect_attempts_to_user(max_reconnect_attempts_from_user(v)),
+                v
+            );
+        }
+        // rtrs_clt_open takes an s16: -1 sign-extends the same way.
+        assert_eq!(max_reconnect_attempts_from_user(i32::from(-1i16)), u32::MAX);
+    }
+
+    /// Runs reconnect work until it gives up (or `limit` attempts), every
+    /// attempt failing; returns the number of attempts made.
+    fn attempts_until_give_up(max_user: i32, limit: u32) -> (u32, RtrsCltState) {
+        let max = max_reconnect_attempts_from_user(max_user);
+        let mut link = RtrsCltPathLink::new();
+        let mut st = Connected;
+        assert_eq!(rdma_error_recovery(&mut st), ErrorRecovery::Reconnecting);
+        let mut n = 0;
+        loop {
+            match link.reconnect_work(st, max) {
+                ReconnectDecision::GiveUp => {
+                    assert!(change_state(&mut st, Closing));
+                    assert!(change_state(&mut st, Closed));
+                    return (n, st);
+                }
+                ReconnectDecision::Attempt => {
+                    n += 1;
+                    assert_eq!(link.reconnect_attempts, n);
+                    assert!(change_state(&mut st, Connecting));
+                    assert!(change_state(&mut st, ConnectingErr)); // init_path failed
+                    assert!(link.reconnect_failed(&mut st));
+                    assert_eq!(st, Reconnecting);
+                    assert_eq!(link.fail_cnt, n as i32);
+                    if n >= limit {
+                        return (n, st);
+                    }
+                }
+                ReconnectDecision::NotReconnecting => unreachable!(),
+            }
+        }
+    }
+
+    #[test]
+    fn reconnect_give_up() {
+        assert_eq!(attempts_until_give_up(0, 1000), (0, Closed));
+        assert_eq!(attempts_until_give_up(1, 1000), (1, Closed));
+        assert_eq!(attempts_until_give_up(2, 1000), (2, Closed));
+        assert_eq!(attempts_until_give_up(7, 1000), (7, Closed));
+        assert_eq!(attempts_until_give_up(9999, 100_000), (9999, Closed));
+        // -1: still trying after many failures.
+        assert_eq!(attempts_until_give_up(-1, 5000), (5000, Reconnecting));
+    }
+
+    #[test]
+    fn reconnect_work_edges() {
+        let mut link = RtrsCltPathLink::new();
+        for s in RtrsCltState::ALL {
+            if s != Reconnecting {
+                assert_eq!(
+                    link.reconnect_work(s, u32::MAX),
+                    ReconnectDecision::NotReconnecting
+                );
+            }
+        }
+        assert_eq!(link.reconnect_attempts, 0);
+        // Near the top of the unsigned range.
+        link.reconnect_attempts = u32::MAX - 1;
+        assert_eq!(
+            link.reconnect_work(Reconnecting, u32::MAX),
+            ReconnectDecision::Attempt
+        );
+        assert_eq!(link.reconnect_attempts, u32::MAX);
+        assert_eq!(
+            link.reconnect_work(Reconnecting, u32::MAX),
+            ReconnectDecision::GiveUp
+        );
+        // Queue depth changed: even "infinite" gives up next time.
+        let mut link = RtrsCltPathLink::new();
+        link.disable_auto_reconnect();
+        assert_eq!(
+            link.reconnect_work(Reconnecting, u32::MAX),
+            ReconnectDecision::GiveUp
+        );
+        // A successful path_up resets the attempts.
+        let mut up = RtrsCltPathsUp::new();
+        link.reconnect_attempts = 3;
+        up.path_up(&mut link, 1);
+        assert_eq!(link.reconnect_attempts, 0);
+    }
+
+    #[test]
+    fn reconnect_failed_refused_when_closing() {
+        let mut link = RtrsCltPathLink::new();
+        let mut st = Closing;
+        assert!(!link.reconnect_failed(&mut st));
+        assert_eq!((st, link.fail_cnt), (Closing, 0));
+    }
+
+    #[test]
+    fn sysfs_reconnect() {
+        for s in RtrsCltState::ALL {
+            let mut link = RtrsCltPathLink::new();
+            link.reconnect_attempts = 5;
+            let mut st = s;
+            let r = link.sysfs_reconnect(&mut st);
+            match s {
+                Connected | ConnectingErr | Closed => {
+                    assert_eq!(
+                        (r, st, link.reconnect_attempts),
+                        (SysfsReconnect::Started, Reconnecting, 0)
+                    );
+                }
+                Reconnecting => assert_eq!(
+                    (r, st, link.reconnect_attempts),
+                    (SysfsReconnect::Flush, s, 5)
+                ),
+                _ => assert_eq!(
+                    (r, st, link.reconnect_attempts),
+                    (SysfsReconnect::Busy, s, 5)
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn reconnect_delays() {
+        assert_eq!(RTRS_RECONNECT_SEED, 8);
+        assert_eq!(RTRS_RECONNECT_BACKOFF, 1000);
+        for sec in [0u32, 1, 30, 255] {
+            let mut x = 0x1234_5678u32;
+            for _ in 0..1000 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let d = reconnect_delay_ms(sec, x);
+                assert!(d >= sec * 1000 && d < sec * 1000 + 8, "{sec} {d}");
+                let t = reconnect_total_delay_ms(sec, x);
+                assert_eq!(t, u64::from(d) + 1000);
+            }
+            assert_eq!(reconnect_delay_ms(sec, 0), sec * 1000);
+            assert_eq!(reconnect_delay_ms(sec, 7), sec * 1000 + 7);
+            assert_eq!(reconnect_delay_ms(sec, 8), sec * 1000);
+            assert_eq!(reconnect_delay_ms(sec, u32::MAX), sec * 1000 + 7);
+        }
+        // Wraps like C's unsigned arithmetic rather than panicking.
+        assert_eq!(reconnect_delay_ms(u32::MAX, 0), u32::MAX.wrapping_mul(1000));
+        assert!(reconnect_total_delay_ms(u32::MAX, u32::MAX) >= 1000);
+    }
+
+    #[test]
+    fn hb_silent_peer_detected_on_7th_tick() {
+        let mut hb = RtrsHb::new(RTRS_HB_MISSED_MAX);
+        let mut actions = [HbAction::Send; 7];
+        for a in actions.iter_mut() {
+            *a = hb.work();
+        }
+        use HbAction::*;
+        assert_eq!(
+            actions,
+            [Send, Reschedule, Reschedule, Reschedule, Reschedule, Reschedule, ErrHandler]
+        );
+        assert_eq!(hb.hb_missed_cnt(), 6);
+        // The work is not rescheduled, but repeated calls stay in error.
+        assert_eq!(hb.work(), ErrHandler);
+    }
+
+    #[test]
+    fn hb_live_peer_sends_every_tick() {
+        let mut hb = RtrsHb::new(RTRS_HB_MISSED_MAX);
+        for _ in 0..100 {
+            assert_eq!(hb.work(), HbAction::Send);
+            hb.received(); // HB_ACK
+        }
+    }
+
+    #[test]
+    fn hb_reset_by_any_traffic_and_stop_keeps_max() {
+        let mut hb = RtrsHb::new(RTRS_HB_MISSED_MAX);
+        for _ in 0..6 {
+            hb.work();
+        }
+        assert_eq!(hb.hb_missed_cnt(), 6);
+        hb.received(); // e.g. an IO response
+        assert_eq!(hb.hb_missed_cnt(), 0);
+        assert_eq!(hb.work(), HbAction::Send);
+        for _ in 0..5 {
+            assert_eq!(hb.work(), HbAction::Reschedule);
+        }
+        hb.stop();
+        assert_eq!(hb.hb_missed_cnt(), 0);
+        assert_eq!(hb.hb_missed_max(), RTRS_HB_MISSED_MAX);
+        // After "reconnect" the same limit applies (not 0).
+        assert_eq!(hb.work(), HbAction::Send);
+        assert_eq!(hb.work(), HbAction::Reschedule);
+    }
+
+    #[test]
+    fn hb_edge_maxima() {
+        let mut hb = RtrsHb::new(0);
+        assert_eq!(hb.work(), HbAction::Send);
+        assert_eq!(hb.work(), HbAction::ErrHandler);
+        let mut hb = RtrsHb::new(u32::MAX);
+        for _ in 0..10 {
+            hb.work();
+        }
+        assert_eq!(hb.hb_missed_cnt(), 10);
+        assert_eq!(hb_cur_latency(1_000, 400), 600);
+        assert_eq!(hb_cur_latency(i64::MIN, 1), i64::MAX);
+    }
+
+    #[test]
+    fn link_events_open_then_flap() {
+        let n = 3;
+        let mut up = RtrsCltPathsUp::new();
+        let mut p = [RtrsCltPathLink::new(); 3];
+        // rtrs_clt_open: no events, then rebased to paths_num.
+        for l in p.iter_mut() {
+            assert_eq!(up.path_up(l, n), None);
+            assert!(l.established);
+            assert_eq!(l.successful_cnt, 0);
+        }
+        assert_eq!(up.paths_up(), 3);
+        assert_eq!(up.path_down(&mut p[0]), None);
+        assert_eq!(up.path_down(&mut p[1]), None);
+        // Not established: ignored.
+        assert_eq!(up.path_down(&mut p[1]), None);
+        assert_eq!(up.paths_up(), 1);
+        assert_eq!(up.path_down(&mut p[2]), Some(RtrsCltLinkEv::Disconnected));
+        assert_eq!(up.paths_up(), 0);
+        assert_eq!(up.path_up(&mut p[1], n), Some(RtrsCltLinkEv::Reconnected));
+        assert_eq!(p[1].successful_cnt, 1);
+        assert_eq!(up.path_up(&mut p[0], n), None);
+        assert_eq!(up.path_down(&mut p[0]), None);
+        assert_eq!(up.path_down(&mut p[1]), Some(RtrsCltLinkEv::Disconnected));
+    }
+
+    #[test]
+    fn link_events_single_path_and_close() {
+        let mut up = RtrsCltPathsUp::new();
+        let mut p = RtrsCltPathLink::new();
+        assert_eq!(up.path_up(&mut p, 1), None);
+        assert_eq!(up.paths_up(), 1);
+        for _ in 0..3 {
+            assert_eq!(up.path_down(&mut p), Some(RtrsCltLinkEv::Disconnected));
+            assert_eq!(up.path_up(&mut p, 1), Some(RtrsCltLinkEv::Reconnected));
+        }
+        assert_eq!(p.successful_cnt, 3);
+        // rtrs_clt_close also fires DISCONNECTED for the last one.
+        assert_eq!(up.path_down(&mut p), Some(RtrsCltLinkEv::Disconnected));
+    }
+
+    #[test]
+    fn link_events_drop_during_open_loses_rebase() {
+        // C quirk: a path dropping while open brings up the others means
+        // paths_up never rebases and DISCONNECTED is lost later.
+        let mut up = RtrsCltPathsUp::new();
+        let mut p = [RtrsCltPathLink::new(); 2];
+        assert_eq!(up.path_up(&mut p[0], 2), None);
+        assert_eq!(up.path_down(&mut p[0]), None);
+        assert_eq!(up.path_up(&mut p[1], 2), None);
+        assert_eq!(up.paths_up(), 129);
+        assert_eq!(up.path_down(&mut p[1]), None);
+    }
+
+    #[test]
+    fn link_events_added_path_after_all_down() {
+        let mut up = RtrsCltPathsUp::new();
+        let mut a = RtrsCltPathLink::new();
+        assert_eq!(up.path_up(&mut a, 1), None);
+        assert_eq!(up.path_down(&mut a), Some(RtrsCltLinkEv::Disconnected));
+        // add_path: paths_num becomes 2; the new path fires RECONNECTED.
+        let mut b = RtrsCltPathLink::new();
+        assert_eq!(up.path_up(&mut b, 2), Some(RtrsCltLinkEv::Reconnected));
+    }
+
+    #[test]
+    fn link_events_max_paths_and_underflow() {
+        let mut up = RtrsCltPathsUp::new();
+        let mut p = RtrsCltPathLink::new();
+        for i in 0..128 {
+            assert_eq!(up.path_up(&mut p, 128), None, "{i}");
+        }
+        assert_eq!(up.paths_up(), 128);
+        // paths_num out of range never rebases and never panics.
+        let mut up = RtrsCltPathsUp::new();
+        assert_eq!(up.path_up(&mut p, usize::MAX), None);
+        // Down with counter 0 (C WARNs): -1, no event, no panic.
+        let mut up = RtrsCltPathsUp::new();
+        let mut q = RtrsCltPathLink::new();
+        q.established = true;
+        for _ in 0..128 {
+            up.path_down(&mut RtrsCltPathLink {
+                established: true,
+                ..q
+            });
+        }
+        assert_eq!(up.paths_up(), 0);
+        assert_eq!(up.path_down(&mut q), None);
+        assert_eq!(up.paths_up(), -1);
+    }
+}

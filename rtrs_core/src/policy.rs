@@ -1,1 +1,975 @@
 // SPDX-License-Identifier: GPL-2.0
+
+//! Multipath policies (`get_next_path_*` in rtrs-clt.c) as pure algorithms.
+//!
+//! The caller passes a snapshot of the session's paths in `paths_list` order
+//! ([`PathView`]); indexes into that slice name the paths. Nothing here
+//! allocates. Only the first `MAX_PATHS_NUM` entries of a slice are ever
+//! looked at (C never has more paths).
+//!
+//! Differences from C, both invisible in a consistent snapshot:
+//! - the per-request skip set is a local bitmap ([`PathSkipSet`]) instead of
+//!   per-CPU `mp_skip_entry` list heads, as the digest (§6.5) recommends;
+//! - [`PathIt::next_connected`] never hands the same path out twice for one
+//!   request, even for round-robin when `paths_num` exceeds the list length
+//!   (C could then retry a path).
+
+use super::path_state::RtrsCltState;
+use super::proto::MAX_PATHS_NUM;
+
+/// `-ECONNABORTED` magnitude: the error of a request no path took.
+pub const ECONNABORTED: i32 = 103;
+
+/// `MAX_PATHS_NUM` as a `usize`: the most paths a policy looks at.
+pub const MAX_PATHS: usize = MAX_PATHS_NUM as usize;
+
+const SKIP_WORDS: usize = (MAX_PATHS + 63) >> 6;
+
+/// `enum rtrs_mp_policy`, with the C values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MpPolicy {
+    /// `MP_POLICY_RR`: round-robin.
+    Rr = 0,
+    /// `MP_POLICY_MIN_INFLIGHT`: fewest requests in flight (the default).
+    #[default]
+    MinInflight = 1,
+    /// `MP_POLICY_MIN_LATENCY`: lowest heartbeat round trip.
+    MinLatency = 2,
+}
+
+impl MpPolicy {
+    /// Every policy, in C value order.
+    pub const ALL: [MpPolicy; 3] = [MpPolicy::Rr, MpPolicy::MinInflight, MpPolicy::MinLatency];
+
+    /// The policy for a C enum value (as sysfs uses it), if valid.
+    pub const fn from_raw(v: i32) -> Option<Self> {
+        match v {
+            0 => Some(MpPolicy::Rr),
+            1 => Some(MpPolicy::MinInflight),
+            2 => Some(MpPolicy::MinLatency),
+            _ => None,
+        }
+    }
+
+    /// The C enum value.
+    pub const fn as_raw(self) -> i32 {
+        self as i32
+    }
+}
+
+/// What a policy needs to know about one path, sampled by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathView {
+    /// `clt_path->state`.
+    pub state: RtrsCltState,
+    /// `atomic_read(&stats->inflight)`.
+    pub inflight: i32,
+    /// `s.hb_cur_latency` in ns; 0 until the first HB_ACK.
+    pub cur_latency_ns: i64,
+}
+
+impl PathView {
+    /// A snapshot with the given fields.
+    pub const fn new(state: RtrsCltState, inflight: i32, cur_latency_ns: i64) -> Self {
+        Self {
+            state,
+            inflight,
+            cur_latency_ns,
+        }
+    }
+
+    /// Whether the path is CONNECTED (the only state IO is sent on).
+    pub const fn is_connected(&self) -> bool {
+        matches!(self.state, RtrsCltState::Connected)
+    }
+}
+
+/// Paths already tried by one request (C's `skip_list`): a bitmap over
+/// path indexes `0..MAX_PATHS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PathSkipSet {
+    bits: [u64; SKIP_WORDS],
+}
+
+impl PathSkipSet {
+    /// The empty set.
+    pub const fn new() -> Self {
+        Self {
+            bits: [0; SKIP_WORDS],
+        }
+    }
+
+    /// Whether `idx` is in the set (never for `idx >= MAX_PATHS`).
+    pub fn contains(&self, idx: usize) -> bool {
+        match self.bits.get(idx >> 6) {
+            Some(w) => w & (1u64 << (idx & 63)) != 0,
+            None => false,
+        }
+    }
+
+    /// Adds `idx`; returns whether it was newly added (`false` if already
+    /// present or `idx >= MAX_PATHS`).
+    pub fn insert(&mut self, idx: usize) -> bool {
+        match self.bits.get_mut(idx >> 6) {
+            Some(w) => {
+                let bit = 1u64 << (idx & 63);
+                let new = *w & bit == 0;
+                *w |= bit;
+                new
+            }
+            None => false,
+        }
+    }
+
+    /// Removes every entry (`path_it_deinit`).
+    pub fn clear(&mut self) {
+        self.bits = [0; SKIP_WORDS];
+    }
+
+    /// Number of paths in the set.
+    pub fn len(&self) -> usize {
+        self.bits
+            .iter()
+            .fold(0usize, |n, w| n.saturating_add(w.count_ones() as usize))
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bits.iter().all(|w| *w == 0)
+    }
+}
+
+fn visible(paths: &[PathView]) -> &[PathView] {
+    paths.get(..MAX_PATHS).unwrap_or(paths)
+}
+
+/// `get_next_path_rr`: the path after this CPU's `cursor` (the last path
+/// it used), wrapping to the first; the first path if `cursor` is `None`.
+/// Stores the result back in `cursor`. Does not look at the state (the
+/// caller skips non-CONNECTED paths) nor at any skip set; `None` only for
+/// an empty list. A stale cursor past the end wraps to the first path.
+pub fn get_next_path_rr(cursor: &mut Option<usize>, paths: &[PathView]) -> Option<usize> {
+    let n = visible(paths).len();
+    let next = match *cursor {
+        _ if n == 0 => None,
+        None => Some(0),
+        Some(c) => match c.checked_add(1) {
+            Some(c1) if c1 < n => Some(c1),
+            _ => Some(0),
+        },
+    };
+    *cursor = next;
+    next
+}
+
+/// `rtrs_clt_remove_path_from_arr` for one CPU's round-robin cursor, after
+/// the path at index `removed` left the list (`new_len` paths remain).
+/// A cursor on the removed path moves to its successor (wrapping, `None`
+/// if the list is now empty); later indexes shift down by one so they keep
+/// naming the same path.
+pub fn rr_cursor_on_remove(cursor: &mut Option<usize>, removed: usize, new_len: usize) {
+    if let Some(c) = *cursor {
+        if c == removed {
+            *cursor = if removed < new_len {
+                Some(removed)
+            } else if new_len > 0 {
+                Some(0)
+            } else {
+                None
+            };
+        } else if c > removed {
+            *cursor = Some(c.saturating_sub(1));
+        }
+    }
+}
+
+/// Shared scan of min-inflight and min-latency: the CONNECTED, not skipped
+/// path whose key is strictly below every earlier one and below `start`
+/// (ties go to the earlier path); it is added to `skip`.
+fn pick_min<K: Ord + Copy>(
+    paths: &[PathView],
+    skip: &mut PathSkipSet,
+    start: K,
+    key: impl Fn(&PathView) -> K,
+) -> Option<usize> {
+    let mut min = start;
+    let mut min_path = None;
+    for (i, p) in visible(paths).iter().enumerate() {
+        if !p.is_connected() || skip.contains(i) {
+            continue;
+        }
+        let k = key(p);
+        if k < min {
+            min = k;
+            min_path = Some(i);
+        }
+    }
+    if let Some(i) = min_path {
+        skip.insert(i);
+    }
+    min_path
+}
+
+/// `get_next_path_min_inflight`: among CONNECTED paths not in `skip`, the
+/// one with the fewest requests in flight (ties: earliest in the list),
+/// which is then added to `skip`. Starts from `INT_MAX` with a strict `<`
+/// as C does, so a path at exactly `i32::MAX` is never picked.
+pub fn get_next_path_min_inflight(paths: &[PathView], skip: &mut PathSkipSet) -> Option<usize> {
+    pick_min(paths, skip, i32::MAX, |p| p.inflight)
+}
+
+/// `get_next_path_min_latency`: as [`get_next_path_min_inflight`], keyed by
+/// the heartbeat round trip, starting from `KTIME_MAX` (`i64::MAX`). A path
+/// without an HB_ACK yet has latency 0 and is therefore preferred.
+pub fn get_next_path_min_latency(paths: &[PathView], skip: &mut PathSkipSet) -> Option<usize> {
+    pick_min(paths, skip, i64::MAX, |p| p.cur_latency_ns)
+}
+
+/// `struct path_it`: one request's walk over the paths, with the policy
+/// sampled once at `path_it_init`. Used the same way by
+/// `rtrs_clt_request`, `rtrs_clt_failover_req` and `rtrs_clt_rdma_cq_direct`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathIt {
+    i: usize,
+    skip: PathSkipSet,
+    policy: MpPolicy,
+    started: bool,
+    done: bool,
+}
+
+impl PathIt {
+    /// `path_it_init` with the session's current policy.
+    pub const fn new(policy: MpPolicy) -> Self {
+        Self {
+            i: 0,
+            skip: PathSkipSet::new(),
+            policy,
+            started: false,
+            done: false,
+        }
+    }
+
+    /// The policy this walk uses.
+    pub const fn policy(&self) -> MpPolicy {
+        self.policy
+    }
+
+    /// `it.i`: loop iterations completed so far.
+    pub const fn i(&self) -> usize {
+        self.i
+    }
+
+    /// The paths visited so far (by the policy for min-inflight and
+    /// min-latency, by [`PathIt::next_connected`] for round-robin).
+    pub const fn skip(&self) -> &PathSkipSet {
+        &self.skip
+    }
+
+    /// `it.next_path(&it)`: one raw step of the policy, no bound and no
+    /// state check for round-robin. `rr_cursor` is this CPU's round-robin
+    /// cursor; only [`MpPolicy::Rr`] uses it.
+    pub fn next_path(
+        &mut self,
+        paths: &[PathView],
+        rr_cursor: &mut Option<usize>,
+    ) -> Option<usize> {
+        match self.policy {
+            MpPolicy::Rr => get_next_path_rr(rr_cursor, paths),
+            MpPolicy::MinInflight => get_next_path_min_inflight(paths, &mut self.skip),
+            MpPolicy::MinLatency => get_next_path_min_latency(paths, &mut self.skip),
+        }
+    }
+
+    /// The next CONNECTED path of C's loop
+    /// `for (init; (p = next_path(&it)) && it.i < paths_num; it.i++)
+    /// { if (p->state != CONNECTED) continue; ... }`,
+    /// or `None` once the loop ends (and from then on).
+    ///
+    /// Call it again after a failed try: that is the loop's `continue`.
+    /// As in C, `next_path` runs before the bound check, so a full walk
+    /// advances the round-robin cursor `paths_num + 1` times. A path is
+    /// never returned twice for one walk.
+    pub fn next_connected(
+        &mut self,
+        paths: &[PathView],
+        paths_num: usize,
+        rr_cursor: &mut Option<usize>,
+    ) -> Option<usize> {
+        while !self.done {
+            if self.started {
+                self.i = self.i.saturating_add(1);
+            }
+            self.started = true;
+            let Some(p) = self.next_path(paths, rr_cursor) else {
+                break;
+            };
+            if self.i >= paths_num {
+                break;
+            }
+            if self.policy == MpPolicy::Rr && !self.skip.insert(p) {
+                // Round-robin came back to a path already visited: once
+                // every path has been, the walk is over.
+                if self.skip.len() >= visible(paths).len() {
+                    break;
+                }
+                continue;
+            }
+            match paths.get(p) {
+                Some(v) if v.is_connected() => return Some(p),
+                _ => continue,
+            }
+        }
+        self.done = true;
+        None
+    }
+}
+
+/// `rtrs_clt_failover_req` (and the loop of `rtrs_clt_request`): offers the
+/// request to each CONNECTED path in policy order, at most `paths_num`
+/// loop iterations and each path at most once, until `issue` succeeds.
+///
+/// `issue(path)` posts the request on `path` and returns `Err(-errno)` on a
+/// post failure. Returns the path that took it, or the last error
+/// (`-ECONNABORTED` if no path was tried).
+pub fn failover_req(
+    policy: MpPolicy,
+    paths: &[PathView],
+    paths_num: usize,
+    rr_cursor: &mut Option<usize>,
+    mut issue: impl FnMut(usize) -> Result<(), i32>,
+) -> Result<usize, i32> {
+    let mut it = PathIt::new(policy);
+    let mut err = -ECONNABORTED;
+    while let Some(p) = it.next_connected(paths, paths_num, rr_cursor) {
+        match issue(p) {
+            Ok(()) => return Ok(p),
+            Err(e) => err = e,
+        }
+    }
+    Err(err)
+}
+
+/// Per-request inflight accounting (`req->mp_policy` in C): the policy
+/// sampled when the request was set up, and whether the path's
+/// `stats->inflight` was incremented for it. Decrementing only what was
+/// counted keeps `inflight` exact when the policy changes during IO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReqInflight {
+    mp_policy: MpPolicy,
+    counted: bool,
+}
+
+impl ReqInflight {
+    /// A request slot never used.
+    pub const fn new() -> Self {
+        Self {
+            mp_policy: MpPolicy::MinInflight,
+            counted: false,
+        }
+    }
+
+    /// `rtrs_clt_init_req`: samples the session policy for a new use of the
+    /// slot. Returns `true` if the previous use was still counted (a caller
+    /// bug: its path's inflight must be decremented); the flag is cleared.
+    pub fn init(&mut self, clt_policy: MpPolicy) -> bool {
+        let stale = self.counted;
+        self.mp_policy = clt_policy;
+        self.counted = false;
+        stale
+    }
+
+    /// `rtrs_clt_update_all_stats`: returns `true` if the caller must
+    /// increment the path's `inflight` (sampled policy MIN_INFLIGHT and not
+    /// yet counted).
+    pub fn count(&mut self) -> bool {
+        let inc = self.mp_policy == MpPolicy::MinInflight && !self.counted;
+        if inc {
+            self.counted = true;
+        }
+        inc
+    }
+
+    /// Completion (`complete_rdma_req`) or post failure: returns `true` if
+    /// the caller must decrement the path's `inflight`. Only once per count.
+    pub fn uncount(&mut self) -> bool {
+        let dec = self.counted;
+        self.counted = false;
+        dec
+    }
+
+    /// The policy sampled by [`ReqInflight::init`].
+    pub const fn mp_policy(&self) -> MpPolicy {
+        self.mp_policy
+    }
+
+    /// Whether the request currently holds one unit of its path's inflight.
+    pub const fn counted(&self) -> bool {
+        self.counted
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use RtrsCltState::*;
+
+    fn up(inflight: i32, lat: i64) -> PathView {
+        PathView::new(Connected, inflight, lat)
+    }
+
+    fn st(state: RtrsCltState) -> PathView {
+        PathView::new(state, 0, 0)
+    }
+
+    struct XorShift(u64);
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            let mut x = self.0;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.0 = x;
+            x
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Collects a whole walk of `PathIt`.
+    fn walk(
+        policy: MpPolicy,
+        paths: &[PathView],
+        paths_num: usize,
+        cur: &mut Option<usize>,
+    ) -> Vec<usize> {
+        let mut it = PathIt::new(policy);
+        let mut v = Vec::new();
+        while let Some(p) = it.next_connected(paths, paths_num, cur) {
+            v.push(p);
+            assert!(v.len() <= MAX_PATHS + 1);
+        }
+        assert_eq!(it.next_connected(paths, paths_num, cur), None, "fused");
+        v
+    }
+
+    #[test]
+    fn policy_values() {
+        assert_eq!(MpPolicy::default(), MpPolicy::MinInflight);
+        for (i, p) in MpPolicy::ALL.iter().enumerate() {
+            assert_eq!(p.as_raw(), i as i32);
+            assert_eq!(MpPolicy::from_raw(i as i32), Some(*p));
+        }
+        assert_eq!(MpPolicy::from_raw(3), None);
+        assert_eq!(MpPolicy::from_raw(-1), None);
+    }
+
+    #[test]
+    fn skip_set() {
+        let mut s = PathSkipSet::new();
+        assert!(s.is_empty());
+        for i in [0, 1, 63, 64, 65, 127] {
+            assert!(!s.contains(i));
+            assert!(s.insert(i));
+            assert!(!s.insert(i));
+            assert!(s.contains(i));
+        }
+        assert_eq!(s.len(), 6);
+        assert!(!s.insert(128));
+        assert!(!s.insert(usize::MAX));
+        assert!(!s.contains(128));
+        assert!(!s.contains(usize::MAX));
+        for i in 0..MAX_PATHS {
+            s.insert(i);
+        }
+        assert_eq!(s.len(), MAX_PATHS);
+        s.clear();
+        assert!(s.is_empty());
+        assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn rr_advances_and_wraps() {
+        let paths = [up(0, 0); 3];
+        let mut cur = None;
+        let got: Vec<_> = (0..7)
+            .map(|_| get_next_path_rr(&mut cur, &paths).unwrap())
+            .collect();
+        assert_eq!(got, [0, 1, 2, 0, 1, 2, 0]);
+        assert_eq!(cur, Some(0));
+        // Stale cursor wraps; empty list gives None and clears the cursor.
+        let mut cur = Some(10);
+        assert_eq!(get_next_path_rr(&mut cur, &paths), Some(0));
+        let mut cur = Some(usize::MAX);
+        assert_eq!(get_next_path_rr(&mut cur, &paths), Some(0));
+        let mut cur = Some(1);
+        assert_eq!(get_next_path_rr(&mut cur, &[]), None);
+        assert_eq!(cur, None);
+        // RR ignores state itself.
+        let paths = [st(Dead), st(Closed)];
+        let mut cur = None;
+        assert_eq!(get_next_path_rr(&mut cur, &paths), Some(0));
+        assert_eq!(get_next_path_rr(&mut cur, &paths), Some(1));
+    }
+
+    #[test]
+    fn rr_cursor_removal() {
+        // [A B C], remove B: cursor on B -> C (now index 1).
+        let mut c = Some(1);
+        rr_cursor_on_remove(&mut c, 1, 2);
+        assert_eq!(c, Some(1));
+        // Remove the last: wraps to first.
+        let mut c = Some(2);
+        rr_cursor_on_remove(&mut c, 2, 2);
+        assert_eq!(c, Some(0));
+        // Remove the only path.
+        let mut c = Some(0);
+        rr_cursor_on_remove(&mut c, 0, 0);
+        assert_eq!(c, None);
+        // Later index shifts, earlier stays, None stays.
+        let mut c = Some(2);
+        rr_cursor_on_remove(&mut c, 0, 2);
+        assert_eq!(c, Some(1));
+        let mut c = Some(0);
+        rr_cursor_on_remove(&mut c, 1, 2);
+        assert_eq!(c, Some(0));
+        let mut c = None;
+        rr_cursor_on_remove(&mut c, 0, 2);
+        assert_eq!(c, None);
+    }
+
+    #[test]
+    fn rr_spreads_evenly() {
+        for n in 1..=8 {
+            let paths = vec![up(0, 0); n];
+            let mut cur = None;
+            let mut hits = vec![0usize; n];
+            for _ in 0..(n * 100) {
+                let mut it = PathIt::new(MpPolicy::Rr);
+                let p = it.next_connected(&paths, n, &mut cur).unwrap();
+                hits[p] += 1;
+            }
+            assert!(hits.iter().all(|&h| h == 100), "{hits:?}");
+        }
+    }
+
+    #[test]
+    fn rr_skips_non_connected() {
+        let paths = [
+            up(0, 0),
+            st(Reconnecting),
+            up(0, 0),
+            st(Connecting),
+            st(ConnectingErr),
+            up(0, 0),
+        ];
+        let mut cur = None;
+        let mut hits = [0usize; 6];
+        for _ in 0..300 {
+            let mut it = PathIt::new(MpPolicy::Rr);
+            let p = it.next_connected(&paths, paths.len(), &mut cur).unwrap();
+            hits[p] += 1;
+        }
+        assert_eq!(hits[1] + hits[3] + hits[4], 0);
+        let (mn, mx) = (
+            hits[0].min(hits[2]).min(hits[5]),
+            hits[0].max(hits[2]).max(hits[5]),
+        );
+        assert!(mx - mn <= 100, "{hits:?}");
+        assert_eq!(hits.iter().sum::<usize>(), 300);
+        // [U U D]: exactly even.
+        let paths = [up(0, 0), up(0, 0), st(Closed)];
+        let mut cur = None;
+        let mut hits = [0usize; 3];
+        for _ in 0..100 {
+            let mut it = PathIt::new(MpPolicy::Rr);
+            hits[it.next_connected(&paths, 3, &mut cur).unwrap()] += 1;
+        }
+        assert_eq!(hits, [50, 50, 0]);
+    }
+
+    #[test]
+    fn rr_walk_advances_cursor_paths_num_plus_one() {
+        let paths = [up(0, 0); 3];
+        let mut cur = None;
+        assert_eq!(walk(MpPolicy::Rr, &paths, 3, &mut cur), [0, 1, 2]);
+        // next_path ran 4 times: 0,1,2,0.
+        assert_eq!(cur, Some(0));
+        assert_eq!(walk(MpPolicy::Rr, &paths, 3, &mut cur), [1, 2, 0]);
+        assert_eq!(cur, Some(1));
+    }
+
+    #[test]
+    fn rr_never_repeats_when_paths_num_exceeds_list() {
+        let paths = [up(0, 0); 2];
+        let mut cur = None;
+        assert_eq!(walk(MpPolicy::Rr, &paths, 5, &mut cur), [0, 1]);
+    }
+
+    #[test]
+    fn min_inflight_picks_least_loaded() {
+        let paths = [up(5, 0), up(2, 0), up(7, 0), up(2, 0), up(-3, 0)];
+        let mut skip = PathSkipSet::new();
+        let order: Vec<_> =
+            core::iter::from_fn(|| get_next_path_min_inflight(&paths, &mut skip)).collect();
+        // Ties (2, 2) go to the earlier path; negative counts are smaller.
+        assert_eq!(order, [4, 1, 3, 0, 2]);
+        assert_eq!(skip.len(), 5);
+    }
+
+    #[test]
+    fn min_inflight_never_non_connected_or_skipped() {
+        let paths = [
+            st(Connecting),
+            up(9, 0),
+            st(Reconnecting),
+            up(4, 0),
+            st(Closing),
+            st(Closed),
+            st(Dead),
+            st(ConnectingErr),
+        ];
+        let mut skip = PathSkipSet::new();
+        skip.insert(3);
+        assert_eq!(get_next_path_min_inflight(&paths, &mut skip), Some(1));
+        assert_eq!(get_next_path_min_inflight(&paths, &mut skip), None);
+        // INT_MAX is never below the start value, as in C.
+        let mut skip = PathSkipSet::new();
+        assert_eq!(
+            get_next_path_min_inflight(&[up(i32::MAX, 0)], &mut skip),
+            None
+        );
+        assert_eq!(
+            get_next_path_min_inflight(&[up(i32::MAX, 0), up(i32::MAX - 1, 0)], &mut skip),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn min_latency_picks_fastest() {
+        let paths = [
+            up(0, 500),
+            up(0, 200),
+            st(Connecting),
+            up(0, 200),
+            up(0, 900),
+        ];
+        let mut skip = PathSkipSet::new();
+        let order: Vec<_> =
+            core::iter::from_fn(|| get_next_path_min_latency(&paths, &mut skip)).collect();
+        assert_eq!(order, [1, 3, 0, 4]);
+        // 0 = no HB_ACK yet: preferred, as C does.
+        let paths = [up(0, 100), up(0, 0)];
+        let mut skip = PathSkipSet::new();
+        assert_eq!(get_next_path_min_latency(&paths, &mut skip), Some(1));
+        // KTIME_MAX start: i64::MAX never picked; i64::MAX - 1 is.
+        let mut skip = PathSkipSet::new();
+        assert_eq!(
+            get_next_path_min_latency(&[up(0, i64::MAX)], &mut skip),
+            None
+        );
+        assert_eq!(
+            get_next_path_min_latency(&[up(0, i64::MAX - 1)], &mut skip),
+            Some(0)
+        );
+        // Inflight does not matter to min-latency.
+        let paths = [up(0, 300), up(1000, 100)];
+        let mut skip = PathSkipSet::new();
+        assert_eq!(get_next_path_min_latency(&paths, &mut skip), Some(1));
+    }
+
+    #[test]
+    fn empty_and_all_down_lists() {
+        let down = [
+            st(Connecting),
+            st(ConnectingErr),
+            st(Reconnecting),
+            st(Closing),
+            st(Closed),
+            st(Dead),
+        ];
+        for policy in MpPolicy::ALL {
+            for paths in [&[][..], &down[..]] {
+                for paths_num in [0, 1, paths.len(), 128, usize::MAX] {
+                    let mut cur = None;
+                    assert!(walk(policy, paths, paths_num, &mut cur).is_empty());
+                    let mut cur = Some(usize::MAX);
+                    assert_eq!(
+                        failover_req(policy, paths, paths_num, &mut cur, |_| Ok(())),
+                        Err(-ECONNABORTED)
+                    );
+                }
+            }
+            let mut skip = PathSkipSet::new();
+            assert_eq!(get_next_path_min_inflight(&[], &mut skip), None);
+            assert_eq!(get_next_path_min_latency(&down, &mut skip), None);
+        }
+    }
+
+    #[test]
+    fn paths_num_bounds_walk() {
+        let paths = [up(0, 0); 4];
+        for policy in MpPolicy::ALL {
+            for paths_num in 0..=6 {
+                let mut cur = None;
+                let v = walk(policy, &paths, paths_num, &mut cur);
+                assert_eq!(v.len(), paths_num.min(4), "{policy:?} {paths_num}");
+            }
+        }
+        // Non-connected paths still use up iterations of the bound.
+        let paths = [st(Closed), up(0, 0), up(0, 0)];
+        let mut cur = None;
+        assert_eq!(walk(MpPolicy::Rr, &paths, 2, &mut cur), [1]);
+    }
+
+    #[test]
+    fn oversized_list_only_first_max_paths() {
+        let mut paths = vec![st(Dead); MAX_PATHS + 10];
+        paths[MAX_PATHS + 1] = up(0, 0);
+        for policy in MpPolicy::ALL {
+            let mut cur = None;
+            assert!(walk(policy, &paths, usize::MAX, &mut cur).is_empty());
+        }
+        paths[MAX_PATHS - 1] = up(0, 0);
+        for policy in MpPolicy::ALL {
+            let mut cur = None;
+            assert_eq!(walk(policy, &paths, usize::MAX, &mut cur), [MAX_PATHS - 1]);
+        }
+    }
+
+    #[test]
+    fn failover_visits_each_connected_path_at_most_once() {
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+        for round in 0..500 {
+            let n = 1 + rng.below(MAX_PATHS);
+            let paths: Vec<_> = (0..n)
+                .map(|_| {
+                    let s = RtrsCltState::ALL[rng.below(7)];
+                    PathView::new(s, rng.below(5) as i32, rng.below(4) as i64)
+                })
+                .collect();
+            let connected = paths.iter().filter(|p| p.is_connected()).count();
+            let policy = MpPolicy::ALL[rng.below(3)];
+            let mut cur = if rng.below(2) == 0 {
+                None
+            } else {
+                Some(rng.below(n + 2))
+            };
+            let mut seen = vec![0u32; n];
+            let r = failover_req(policy, &paths, n, &mut cur, |p| {
+                seen[p] += 1;
+                Err(-(round % 100 + 1))
+            });
+            assert!(seen.iter().all(|&c| c <= 1));
+            for (i, p) in paths.iter().enumerate() {
+                assert_eq!(seen[i] == 1, p.is_connected(), "{policy:?} {i}");
+            }
+            let tried = seen.iter().sum::<u32>() as usize;
+            assert_eq!(tried, connected);
+            let want = if connected == 0 {
+                -ECONNABORTED
+            } else {
+                -(round % 100 + 1)
+            };
+            assert_eq!(r, Err(want));
+        }
+    }
+
+    #[test]
+    fn failover_stops_at_first_success_in_policy_order() {
+        let paths = [up(3, 30), st(Reconnecting), up(1, 50), up(2, 10)];
+        let mut tries = Vec::new();
+        let r = failover_req(MpPolicy::MinInflight, &paths, 4, &mut None, |p| {
+            tries.push(p);
+            if p == 3 {
+                Ok(())
+            } else {
+                Err(-12)
+            }
+        });
+        assert_eq!((r, tries.as_slice()), (Ok(3), &[2, 3][..]));
+        let mut tries = Vec::new();
+        let r = failover_req(MpPolicy::MinLatency, &paths, 4, &mut None, |p| {
+            tries.push(p);
+            Err(-5)
+        });
+        assert_eq!((r, tries.as_slice()), (Err(-5), &[3, 0, 2][..]));
+        let mut cur = Some(0);
+        let mut tries = Vec::new();
+        let r = failover_req(MpPolicy::Rr, &paths, 4, &mut cur, |p| {
+            tries.push(p);
+            if p == 0 {
+                Ok(())
+            } else {
+                Err(-5)
+            }
+        });
+        assert_eq!((r, tries.as_slice()), (Ok(0), &[2, 3, 0][..]));
+        assert_eq!(cur, Some(0));
+    }
+
+    #[test]
+    fn inflight_accounting_basic() {
+        let mut r = ReqInflight::new();
+        assert!(!r.init(MpPolicy::MinInflight));
+        assert!(r.count());
+        assert!(!r.count(), "counted once");
+        assert!(r.uncount());
+        assert!(!r.uncount(), "uncounted once");
+        // RR request: not counted, even if the policy flips before completion.
+        assert!(!r.init(MpPolicy::Rr));
+        assert!(!r.count());
+        assert!(!r.uncount());
+        assert_eq!(r.mp_policy(), MpPolicy::Rr);
+        // Stale count reported on re-init.
+        r.init(MpPolicy::MinInflight);
+        r.count();
+        assert!(r.counted());
+        assert!(r.init(MpPolicy::MinLatency));
+        assert!(!r.counted());
+    }
+
+    /// Simulated session: slots, per-path inflight, random policy flips,
+    /// submissions, post failures, completions, path failures with
+    /// failover, and path recoveries.
+    #[test]
+    fn randomized_policy_flips_keep_inflight_exact() {
+        const NPATHS: usize = 4;
+        const QD: usize = 32;
+        for seed in 1..=20u64 {
+            let mut rng = XorShift(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
+            let mut states = [Connected; NPATHS];
+            let mut inflight = [0i32; NPATHS];
+            let mut lat = [0i64; NPATHS];
+            // Per slot: Some(path) while in use, with its accounting.
+            let mut slot_path: [Option<usize>; QD] = [None; QD];
+            let mut acct = [ReqInflight::new(); QD];
+            let mut policy = MpPolicy::default();
+            let mut cur = None;
+            let (mut max_seen, mut mixed_steps, mut failovers) = (0i32, 0usize, 0usize);
+
+            let view =
+                |states: &[RtrsCltState; NPATHS], inflight: &[i32; NPATHS], lat: &[i64; NPATHS]| {
+                    let mut v = [up(0, 0); NPATHS];
+                    for i in 0..NPATHS {
+                        v[i] = PathView::new(states[i], inflight[i], lat[i]);
+                    }
+                    v
+                };
+
+            for _step in 0..5000 {
+                match rng.below(10) {
+                    0 => policy = MpPolicy::ALL[rng.below(3)],
+                    1..=4 => {
+                        // Submit into a free slot, with random post failures.
+                        let Some(slot) = slot_path.iter().position(|s| s.is_none()) else {
+                            continue;
+                        };
+                        let v = view(&states, &inflight, &lat);
+                        let fail_mask = rng.next();
+                        let r = failover_req(policy, &v, NPATHS, &mut cur, |p| {
+                            acct[slot].init(policy);
+                            if acct[slot].count() {
+                                inflight[p] += 1;
+                            }
+                            if fail_mask & (1 << p) != 0 && fail_mask & 0x100 != 0 {
+                                if acct[slot].uncount() {
+                                    inflight[p] -= 1;
+                                }
+                                return Err(-5);
+                            }
+                            Ok(())
+                        });
+                        if let Ok(p) = r {
+                            slot_path[slot] = Some(p);
+                        }
+                    }
+                    5..=7 => {
+                        // Complete a random in-flight request.
+                        let slot = rng.below(QD);
+                        if let Some(p) = slot_path[slot].take() {
+                            if acct[slot].uncount() {
+                                inflight[p] -= 1;
+                            }
+                        }
+                    }
+                    8 => {
+                        // A path fails: its requests fail over.
+                        let f = rng.below(NPATHS);
+                        if rdma_error_recovery_like(&mut states[f]) {
+                            for slot in 0..QD {
+                                if slot_path[slot] != Some(f) {
+                                    continue;
+                                }
+                                if acct[slot].uncount() {
+                                    inflight[f] -= 1;
+                                }
+                                slot_path[slot] = None;
+                                let v = view(&states, &inflight, &lat);
+                                let r = failover_req(policy, &v, NPATHS, &mut cur, |p| {
+                                    assert_ne!(p, f);
+                                    acct[slot].init(policy);
+                                    if acct[slot].count() {
+                                        inflight[p] += 1;
+                                    }
+                                    Ok(())
+                                });
+                                if let Ok(p) = r {
+                                    slot_path[slot] = Some(p);
+                                    failovers += 1;
+                                }
+                            }
+                        }
+                    }
+                    _ => {
+                        // A path comes back, with a new latency sample.
+                        let p = rng.below(NPATHS);
+                        states[p] = Connected;
+                        lat[p] = rng.below(1000) as i64;
+                    }
+                }
+                // Invariant: inflight == counted requests on each path.
+                for (p, &n) in inflight.iter().enumerate() {
+                    assert!(n >= 0);
+                    let counted = (0..QD)
+                        .filter(|&s| slot_path[s] == Some(p) && acct[s].counted())
+                        .count();
+                    assert_eq!(n as usize, counted, "seed {seed} path {p}");
+                    max_seen = max_seen.max(n);
+                }
+                let in_use = |s: &usize| slot_path[*s].is_some();
+                let counted_io = (0..QD).filter(in_use).any(|s| acct[s].counted());
+                let uncounted_io = (0..QD).filter(in_use).any(|s| !acct[s].counted());
+                mixed_steps += usize::from(counted_io && uncounted_io);
+                for s in 0..QD {
+                    if slot_path[s].is_none() {
+                        assert!(!acct[s].counted());
+                    }
+                }
+            }
+            // Drain everything.
+            for slot in 0..QD {
+                if let Some(p) = slot_path[slot].take() {
+                    if acct[slot].uncount() {
+                        inflight[p] -= 1;
+                    }
+                }
+            }
+            assert_eq!(inflight, [0; NPATHS], "seed {seed}");
+            // The run really mixed counted IO, failovers and flips.
+            assert!(
+                max_seen >= 2 && mixed_steps > 100 && failovers > 10,
+                "{max_seen} {mixed_steps} {failovers}"
+            );
+        }
+    }
+
+    /// CONNECTED -> RECONNECTING, as a path error does.
+    fn rdma_error_recovery_like(s: &mut RtrsCltState) -> bool {
+        super::super::path_state::change_state_from_to(s, Connected, Reconnecting)
+    }
+}

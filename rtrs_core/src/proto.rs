@@ -1097,7 +1097,7 @@ impl RtrsMsgInfoRsp {
         let (hdr, descs) = Self::decode_with_descs(buf)?;
         let qd = u64::from(queue_depth);
         let sg_cnt = hdr.sg_cnt;
-        if sg_cnt == 0 || !queue_depth.is_multiple_of(u32::from(sg_cnt)) {
+        if queue_depth.checked_rem(u32::from(sg_cnt)) != Some(0) {
             return Err(WireError::BadSgCnt {
                 sg_cnt,
                 queue_depth,
@@ -1129,7 +1129,7 @@ impl RtrsMsgInfoRsp {
             }
             let len = u64::from(d.len);
             total = total.saturating_add(len);
-            if len == 0 || !len.is_multiple_of(chunk) {
+            if len == 0 || len.checked_rem(chunk) != Some(0) {
                 return Err(WireError::BadDescLen { index, len: d.len });
             }
             let take = len
