@@ -901,53 +901,8 @@ pub fn rtrs_addr_to_str(buf: &mut [u8], src: Option<&RtrsSockaddr>, dst: Option<
 // Path attributes
 // ---------------------------------------------------------------------------
 
-/// `enum rtrs_clt_state`, with the C values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RtrsCltState {
-    /// `RTRS_CLT_CONNECTING`.
-    Connecting = 0,
-    /// `RTRS_CLT_CONNECTING_ERR`.
-    ConnectingErr = 1,
-    /// `RTRS_CLT_RECONNECTING`.
-    Reconnecting = 2,
-    /// `RTRS_CLT_CONNECTED`.
-    Connected = 3,
-    /// `RTRS_CLT_CLOSING`.
-    Closing = 4,
-    /// `RTRS_CLT_CLOSED`.
-    Closed = 5,
-    /// `RTRS_CLT_DEAD`.
-    Dead = 6,
-}
-
-impl RtrsCltState {
-    /// The state for a C enum value, if valid.
-    pub const fn from_raw(v: u32) -> Option<Self> {
-        Some(match v {
-            0 => RtrsCltState::Connecting,
-            1 => RtrsCltState::ConnectingErr,
-            2 => RtrsCltState::Reconnecting,
-            3 => RtrsCltState::Connected,
-            4 => RtrsCltState::Closing,
-            5 => RtrsCltState::Closed,
-            6 => RtrsCltState::Dead,
-            _ => return None,
-        })
-    }
-
-    /// The name the C tracepoints print for the state.
-    pub const fn name(self) -> &'static str {
-        match self {
-            RtrsCltState::Connecting => "CONNECTING",
-            RtrsCltState::ConnectingErr => "CONNECTING_ERR",
-            RtrsCltState::Reconnecting => "RECONNECTING",
-            RtrsCltState::Connected => "CONNECTED",
-            RtrsCltState::Closing => "CLOSING",
-            RtrsCltState::Closed => "CLOSED",
-            RtrsCltState::Dead => "DEAD",
-        }
-    }
-}
+/// The path state, defined with its transition table in `path_state`.
+pub use super::path_state::RtrsCltState;
 
 /// Path `state` show: "connected" for CONNECTED, "disconnected" for every
 /// other state.
