@@ -9,7 +9,7 @@ APT_PKGS=(
 	linux-source-6.12
 	clang lld llvm libclang-dev
 	make flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
-	qemu-system-x86 iproute2 fio util-linux procps
+	qemu-system-x86 iproute2 fio jq util-linux procps
 	python3
 )
 
