@@ -7,6 +7,11 @@
 #include <linux/cpumask.h>
 #include <linux/device.h>
 #include <linux/inet.h>
+#include <linux/sched.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -105,4 +110,113 @@ void rtrs_rs_reinit_completion(struct completion *x)
 unsigned int rtrs_rs_num_online_cpus(void)
 {
 	return num_online_cpus();
+}
+
+struct wait_queue_head *rtrs_rs_waitq_alloc(void)
+{
+	struct wait_queue_head *wq = kmalloc(sizeof(*wq), GFP_KERNEL);
+
+	if (wq)
+		init_waitqueue_head(wq);
+	return wq;
+}
+
+void rtrs_rs_waitq_free(struct wait_queue_head *wq)
+{
+	kfree(wq);
+}
+
+void rtrs_rs_waitq_wait(struct wait_queue_head *wq, bool (*cond)(void *ctx),
+			void *ctx)
+{
+	DEFINE_WAIT(wait);
+
+	if (cond(ctx))
+		return;
+	for (;;) {
+		prepare_to_wait(wq, &wait, TASK_UNINTERRUPTIBLE);
+		if (cond(ctx))
+			break;
+		io_schedule();
+	}
+	finish_wait(wq, &wait);
+}
+
+void rtrs_rs_waitq_wake(struct wait_queue_head *wq)
+{
+	if (wq_has_sleeper(wq))
+		wake_up(wq);
+}
+
+unsigned int rtrs_rs_raw_smp_processor_id(void)
+{
+	return raw_smp_processor_id();
+}
+
+int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			  int nents, enum dma_data_direction dir)
+{
+	return ib_dma_map_sg(dev, sg, nents, dir);
+}
+
+void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir)
+{
+	ib_dma_unmap_sg(dev, sg, nents, dir);
+}
+
+int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
+			    int count)
+{
+	return ib_map_mr_sg(mr, sg, count, NULL, SZ_4K);
+}
+
+void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr)
+{
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+}
+
+int rtrs_rs_ib_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
+}
+
+struct rtrs_rs_dwork {
+	struct delayed_work dw;
+	void (*fn)(struct rtrs_rs_dwork *w, void *ctx);
+	void *ctx;
+};
+
+static void rtrs_rs_dwork_fn(struct work_struct *work)
+{
+	struct rtrs_rs_dwork *w =
+		container_of(to_delayed_work(work), struct rtrs_rs_dwork, dw);
+
+	w->fn(w, w->ctx);
+}
+
+struct rtrs_rs_dwork *rtrs_rs_dwork_alloc(void (*fn)(struct rtrs_rs_dwork *w,
+						     void *ctx),
+					  void *ctx)
+{
+	struct rtrs_rs_dwork *w = kzalloc(sizeof(*w), GFP_KERNEL);
+
+	if (!w)
+		return NULL;
+	w->fn = fn;
+	w->ctx = ctx;
+	INIT_DELAYED_WORK(&w->dw, rtrs_rs_dwork_fn);
+	return w;
+}
+
+void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, struct workqueue_struct *wq,
+			 unsigned int delay_ms)
+{
+	queue_delayed_work(wq, &w->dw, msecs_to_jiffies(delay_ms));
+}
+
+void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w)
+{
+	cancel_delayed_work_sync(&w->dw);
+	kfree(w);
 }

@@ -60,6 +60,72 @@ void rtrs_rs_reinit_completion(struct completion *x);
 /* Number of online CPUs (num_online_cpus() is inline). */
 unsigned int rtrs_rs_num_online_cpus(void);
 
+/* Permit wait queue (wait_queue_head_t is embedded in C; here it is boxed). */
+struct wait_queue_head;
+struct wait_queue_head *rtrs_rs_waitq_alloc(void);
+void rtrs_rs_waitq_free(struct wait_queue_head *wq);
+/* Sleeps (TASK_UNINTERRUPTIBLE, io_schedule) until cond(ctx) is true. */
+void rtrs_rs_waitq_wait(struct wait_queue_head *wq, bool (*cond)(void *ctx),
+			void *ctx);
+/* wake_up() if someone sleeps (with the barrier of wq_has_sleeper). */
+void rtrs_rs_waitq_wake(struct wait_queue_head *wq);
+
+/* raw_smp_processor_id() (a macro). */
+unsigned int rtrs_rs_raw_smp_processor_id(void);
+
+/* Scatterlist DMA mapping and fast registration (static inlines). */
+struct scatterlist;
+int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			  int nents, enum dma_data_direction dir);
+void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir);
+/* ib_map_mr_sg(mr, sg, count, NULL, SZ_4K). */
+int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
+			    int count);
+/* ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey)). */
+void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr);
+int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
+
+/* A delayed work calling fn(w, ctx) (6.12's Rust crate has no DelayedWork). */
+struct rtrs_rs_dwork;
+struct workqueue_struct;
+struct rtrs_rs_dwork *rtrs_rs_dwork_alloc(void (*fn)(struct rtrs_rs_dwork *w,
+						     void *ctx),
+					  void *ctx);
+void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, struct workqueue_struct *wq,
+			 unsigned int delay_ms);
+/* cancel_delayed_work_sync(), then kfree(). */
+void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w);
+
+/*
+ * bindings/rtrs_export.c: calls into rnbd's callbacks (so the indirect call
+ * is made from C with the C prototype).
+ */
+void rtrs_rs_call_conf(void (*conf)(void *priv, int errno), void *priv,
+		       int errno);
+struct rtrs_clt_ops;
+void rtrs_rs_call_link_ev(const struct rtrs_clt_ops *ops, int ev);
+
+/*
+ * Session device and path directories of /sys/class/rtrs-client
+ * (bindings/rtrs_sysfs.c). Attribute shows call back into Rust.
+ */
+struct rtrs_rs_sess_dev;
+struct rtrs_rs_path_kobj;
+struct rtrs_rs_sess_dev *rtrs_rs_sess_dev_create(struct class *cls,
+						 const char *name);
+void rtrs_rs_sess_dev_destroy(struct rtrs_rs_sess_dev *sd);
+struct rtrs_rs_path_kobj *rtrs_rs_path_kobj_create(struct rtrs_rs_sess_dev *sd,
+						   const char *name,
+						   const void *path);
+void rtrs_rs_path_kobj_destroy(struct rtrs_rs_path_kobj *pk);
+/* Implemented in Rust: the path "state" attribute. */
+ssize_t rtrs_rs_path_state_show(const void *path, char *buf);
+/* Implemented in Rust: the path "cur_latency" attribute. */
+ssize_t rtrs_rs_path_cur_latency_show(const void *path, char *buf);
+/* Implemented in Rust: the path "stats/rdma" attribute. */
+ssize_t rtrs_rs_path_stats_rdma_show(const void *path, char *buf);
+
 /*
  * TEST ONLY (bindings/rtrs_debug.c): the debug_connect module parameter,
  * "" when unset. Goes away with rtrs_debug.c once rtrs_clt_open is exported.

@@ -4,20 +4,19 @@
 //! rtrs-clt.c does it (init_conns, create_cm, rtrs_clt_rdma_cm_handler,
 //! create_con_cq_qp, rtrs_send_path_info, rtrs_clt_stop_and_destroy_conns).
 //!
-//! A [`Path`] is owned by one thread (today the debug trigger in module init
-//! and exit). What CM handlers and CQ callbacks also reach lives in
-//! [`PathShared`] and [`Con`], both pinned in boxes that outlive every cm id
-//! and QP pointing at them.
+//! A [`Path`] is owned by its session (or the debug trigger); after open it
+//! is only read, by IO submission, until close. What CM handlers and CQ
+//! callbacks also reach lives in [`PathShared`] and [`Con`], both pinned in
+//! boxes that outlive every cm id and QP pointing at them.
 //!
-//! Not done yet: IO, request slots and MRs (alloc_path_reqs), heartbeat
-//! sending and miss detection (only the server's heartbeats are acked),
-//! reconnect and close works (a path that loses a connection stays down
-//! until it is dropped), poll queues, sysfs, and device removal while
-//! connected (the path closes only when its owner drops it).
+//! Not done yet: reconnect and close works (a path that loses a connection
+//! goes to RECONNECTING and stays down until it is closed; in-flight IO is
+//! not failed over), poll queues, and device removal while connected (the
+//! path closes only when its owner drops it).
 
 use core::pin::Pin;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU8, Ordering};
 
 use kernel::error::Error;
 use kernel::fmt;
@@ -29,11 +28,13 @@ use kernel::types::Opaque;
 
 use crate::bindings;
 use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
+use crate::io::{fast_reg_done, IoCtx, RdmaCounters};
 use crate::misc::{num_online_cpus, uuid_gen};
 use crate::rtrs_core::imm;
 use crate::rtrs_core::proto::{
     RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgInfoReq, RtrsMsgInfoRsp, RtrsMsgRkeyRsp, RtrsPathParams,
-    RtrsRbuf, RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
+    RtrsRbuf, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX,
+    SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::sync::{Completion, WaitResult};
 use crate::verbs::{
@@ -142,6 +143,8 @@ pub(crate) struct PathShared {
     /// `clt->paths_uuid` (session uuid).
     paths_uuid: [u8; 16],
     dst_addr: bindings::__kernel_sockaddr_storage,
+    /// `s.src_addr`: all zeros ("any") when no source was given.
+    src_addr: bindings::__kernel_sockaddr_storage,
     /// `s.con_num` and `s.irq_con_num`.
     con_num: u16,
     irq_con_num: u16,
@@ -159,6 +162,21 @@ pub(crate) struct PathShared {
     /// INFO_RSP receive result, `INFO_RSP_*`, and its byte_len.
     info_rsp: AtomicU8,
     info_rsp_len: AtomicU32,
+    /// `flags & RTRS_MSG_NEW_RKEY_F` of the server, for CQ callbacks.
+    new_rkey: AtomicBool,
+    /// `s.hb_missed_cnt`, reset by every receive.
+    pub(crate) hb_missed_cnt: AtomicU32,
+    /// `s.hb_cur_latency` in ns, set by heartbeat acks.
+    pub(crate) hb_cur_latency_ns: AtomicI64,
+    /// `s.hb_last_sent` in ns (ktime_get).
+    pub(crate) hb_last_sent_ns: AtomicI64,
+    /// `stats/rdma` counters and `inflight`.
+    pub(crate) rdma: RdmaCounters,
+    /// `s.hb_wq`: the workqueue of the heartbeat work.
+    hb_wq: AtomicPtr<bindings::workqueue_struct>,
+    /// Request slots, MRs and rbufs (`reqs`, `rbufs`), set once after the
+    /// path is connected, freed by `Path::close` after every QP is drained.
+    io: AtomicPtr<IoCtx>,
     /// Completed on every state change and when the INFO_RSP arrives
     /// (stands in for the wake-ups on `state_wq` in C).
     #[pin]
@@ -170,14 +188,15 @@ pub(crate) struct PathShared {
     inner: Mutex<PathInner>,
 }
 
-// SAFETY: `dst_addr` is plain data never written after init; every other
-// field is an atomic, a mutex, a completion or immutable.
+// SAFETY: `dst_addr` and `src_addr` are plain data never written after
+// init; the `io` pointer is covered by `io()`; every other field is an
+// atomic, a mutex, a completion or immutable.
 unsafe impl Send for PathShared {}
 // SAFETY: As above.
 unsafe impl Sync for PathShared {}
 
 impl PathShared {
-    fn state(&self) -> RtrsCltState {
+    pub(crate) fn state(&self) -> RtrsCltState {
         RtrsCltState::from_u8(self.state.load(Ordering::Acquire))
     }
 
@@ -200,8 +219,33 @@ impl PathShared {
         true
     }
 
+    /// The IO context, once `Path::alloc_reqs` has run.
+    pub(crate) fn io(&self) -> Option<&IoCtx> {
+        let p = self.io.load(Ordering::Acquire);
+        // SAFETY: A non-null `io` points to a boxed `IoCtx` that `Path::close`
+        // frees only after clearing this pointer and draining every QP, so
+        // no CQ callback runs any more; submitters hold a permit, and the
+        // session closes its paths only when every permit is back.
+        unsafe { p.as_ref() }
+    }
+
+    /// `(src_addr, dst_addr)`.
+    pub(crate) fn addrs(
+        &self,
+    ) -> (
+        &bindings::__kernel_sockaddr_storage,
+        &bindings::__kernel_sockaddr_storage,
+    ) {
+        (&self.src_addr, &self.dst_addr)
+    }
+
+    /// `s.irq_con_num`.
+    pub(crate) fn irq_con_num(&self) -> u16 {
+        self.irq_con_num
+    }
+
     /// `rtrs_rdma_error_recovery`. Any context.
-    fn error_recovery(&self) {
+    pub(crate) fn error_recovery(&self) {
         if self.change_state(RtrsCltState::Reconnecting) {
             pr_warn!(
                 "{}: connection lost; reconnect is not implemented yet, the path stays down\n",
@@ -271,6 +315,11 @@ pub(crate) struct Con {
     cm_done: Completion,
     /// `io_comp_cqe` of C: empty receives and heartbeat acks.
     io_comp_cqe: Opaque<bindings::ib_cqe>,
+    /// `fast_reg_cqe` of C: unsignaled IB_WR_REG_MR (errors only).
+    fast_reg_cqe: Opaque<bindings::ib_cqe>,
+    /// The QP (`c.qp`), for posting from atomic context without
+    /// `con_mutex`; null before creation and from teardown on.
+    qp_raw: AtomicPtr<bindings::ib_qp>,
     #[pin]
     con_mutex: Mutex<ConInner>,
 }
@@ -307,16 +356,18 @@ impl Con {
             lkey: AtomicU32::new(0),
             cm_done <- Completion::new(),
             io_comp_cqe: Opaque::new(bindings::ib_cqe { done: Some(io_comp_done) }),
+            fast_reg_cqe: Opaque::new(bindings::ib_cqe { done: Some(fast_reg_done) }),
+            qp_raw: AtomicPtr::new(core::ptr::null_mut()),
             con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
         }? Error)
     }
 
-    fn path(&self) -> &PathShared {
+    pub(crate) fn path(&self) -> &PathShared {
         // SAFETY: By the field's documented invariant the path outlives us.
         unsafe { self.path.as_ref() }
     }
 
-    fn sess(&self) -> &CStr {
+    pub(crate) fn sess(&self) -> &CStr {
         &self.path().sessname
     }
 
@@ -445,6 +496,7 @@ impl Con {
         // cm id and the connection go, and which drops the QP before the CQ.
         let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
             .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
+        self.qp_raw.store(qp.as_ptr(), Ordering::Release);
         inner.cq = Some(cq);
         inner.qp = Some(qp);
         Ok(())
@@ -503,6 +555,7 @@ impl Con {
         }
         path.signal_interval
             .store(params.signal_interval, Ordering::Release);
+        path.new_rkey.store(params.new_rkey(), Ordering::Release);
         pinner.params = Some(params);
         pinner.hca_port = id.port_num();
         Ok(())
@@ -539,9 +592,9 @@ impl Con {
         errno
     }
 
-    /// `rtrs_clt_rdma_done`, reduced to what a connected idle path needs:
-    /// errors go to error recovery, the server's heartbeats are acked, and
-    /// each consumed receive is posted again.
+    /// `rtrs_clt_rdma_done`: IO responses (IMM or, with NEW_RKEY, the
+    /// RKEY_RSP send), heartbeats, server invalidations, and errors, which go
+    /// to error recovery. Softirq for IRQ connections: no locks, no sleep.
     fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
         let path = self.path();
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
@@ -552,51 +605,183 @@ impl Con {
             }
             return;
         }
+        let new_rkey = path.new_rkey.load(Ordering::Acquire);
         match wc.opcode {
-            bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM | bindings::ib_wc_opcode_IB_WC_RECV => {
-                if wc.opcode == bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM {
-                    // SAFETY: For RECV_RDMA_WITH_IMM `ex.imm_data` is the active member.
-                    let imm = u32::from_be(unsafe { wc.ex.imm_data });
-                    let (imm_type, _payload) = imm::rtrs_from_imm(imm);
-                    match imm_type {
-                        imm::RTRS_HB_MSG_IMM => self.send_hb_ack(wc.qp),
-                        imm::RTRS_HB_ACK_IMM => {}
-                        t => pr_warn!("{}: unexpected IMM type {} (no IO yet)\n", self.sess(), t),
+            bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => {
+                path.hb_missed_cnt.store(0, Ordering::Relaxed);
+                // SAFETY: For RECV_RDMA_WITH_IMM `ex.imm_data` is the active member.
+                let imm = u32::from_be(unsafe { wc.ex.imm_data });
+                let (imm_type, payload) = imm::rtrs_from_imm(imm);
+                let mut w_inval = false;
+                match imm_type {
+                    imm::RTRS_IO_RSP_IMM | imm::RTRS_IO_RSP_W_INV_IMM => {
+                        w_inval = imm_type == imm::RTRS_IO_RSP_W_INV_IMM;
+                        let (msg_id, errno) = imm::rtrs_from_io_rsp_imm(payload);
+                        self.process_io_rsp(msg_id, errno, w_inval);
+                    }
+                    imm::RTRS_HB_MSG_IMM | imm::RTRS_HB_ACK_IMM => {
+                        if imm_type == imm::RTRS_HB_MSG_IMM {
+                            self.send_hb_ack(wc.qp);
+                        } else {
+                            let now = crate::misc::ktime_get_ns();
+                            let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
+                            path.hb_cur_latency_ns
+                                .store(now.saturating_sub(sent), Ordering::Relaxed);
+                        }
+                        if new_rkey {
+                            self.recv_done(wc, iu);
+                            return;
+                        }
+                    }
+                    t => pr_warn!("{}: Unknown IMM type {}\n", self.sess(), t),
+                }
+                // One receive for this IMM, one more for the SEND_WITH_INV
+                // that came before a W_INV response.
+                let n = if w_inval { 2 } else { 1 };
+                for _ in 0..n {
+                    let res = match iu {
+                        // SAFETY: The QP and the IU live until the connection
+                        // is drained and destroyed, which flushes this receive.
+                        Some(iu) => unsafe { iu.repost_recv(wc.qp, self.lkey()) },
+                        // SAFETY: As above; `io_comp_cqe` lives as long as `self`.
+                        None => unsafe { post_recv_raw(wc.qp, self.io_comp_cqe.get(), 0, 0, 0) },
+                    };
+                    if let Err(e) = res {
+                        pr_err!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
+                        path.error_recovery();
+                        return;
                     }
                 }
-                // Post the receive again, as C does after each one.
-                let res = match iu {
-                    // SAFETY: The QP and the IU are live until the connection is
-                    // drained and destroyed, which flushes this receive first.
-                    Some(iu) => unsafe { iu.repost_recv(wc.qp, self.lkey()) },
-                    // SAFETY: As above; `io_comp_cqe` lives as long as `self`.
-                    None => unsafe { post_recv_raw(wc.qp, self.io_comp_cqe.get(), 0, 0, 0) },
-                };
-                if let Err(e) = res {
-                    pr_err!("{}: post recv failed, err: {:?}\n", self.sess(), e);
-                    path.error_recovery();
+            }
+            bindings::ib_wc_opcode_IB_WC_RECV => {
+                // Key invalidations from the server, or RKEY_RSP.
+                path.hb_missed_cnt.store(0, Ordering::Relaxed);
+                if new_rkey {
+                    let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
+                    if wc.wc_flags & inval != 0 {
+                        self.recv_done(wc, iu);
+                    } else {
+                        self.rkey_rsp_done(wc, iu);
+                    }
                 }
             }
-            _ => {}
+            bindings::ib_wc_opcode_IB_WC_RDMA_WRITE => {}
+            op => pr_warn!("{}: Unexpected WC type: {}\n", self.sess(), op),
+        }
+    }
+
+    /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again.
+    fn recv_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+        let Some(iu) = iu else {
+            pr_err!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
+            self.path().error_recovery();
+            return;
+        };
+        // SAFETY: The QP and the IU live until the connection is drained
+        // and destroyed, which flushes this receive first.
+        if let Err(e) = unsafe { iu.repost_recv(wc.qp, self.lkey()) } {
+            pr_err!("{}: post iu failed {:?}\n", self.sess(), e);
+            self.path().error_recovery();
+        }
+    }
+
+    /// `rtrs_clt_rkey_rsp_done`: the new rkey of a chunk, then the IO response.
+    fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+        let path = self.path();
+        let Some(iu) = iu else {
+            pr_err!("{}: rkey response without buffer\n", self.sess());
+            path.error_recovery();
+            return;
+        };
+        let len = usize::try_from(wc.byte_len).unwrap_or(usize::MAX);
+        if len < RtrsMsgRkeyRsp::SIZE {
+            pr_err!("{}: rkey response is malformed: size {}\n", self.sess(), wc.byte_len);
+            path.error_recovery();
+            return;
+        }
+        let msg = match iu.data_for_cpu().get(..len).map(RtrsMsgRkeyRsp::decode) {
+            Some(Ok(m)) => m,
+            _ => {
+                pr_err!("{}: rkey response is malformed\n", self.sess());
+                path.error_recovery();
+                return;
+            }
+        };
+        // SAFETY: For a RECV with IMM `ex.imm_data` is the active member.
+        let imm = u32::from_be(unsafe { wc.ex.imm_data });
+        let (imm_type, payload) = imm::rtrs_from_imm(imm);
+        if imm_type == imm::RTRS_IO_RSP_IMM || imm_type == imm::RTRS_IO_RSP_W_INV_IMM {
+            let w_inval = imm_type == imm::RTRS_IO_RSP_W_INV_IMM;
+            let (msg_id, errno) = imm::rtrs_from_io_rsp_imm(payload);
+            let Some(io) = path.io() else {
+                path.error_recovery();
+                return;
+            };
+            if let Err(e) = msg.check(io.queue_depth(), msg_id) {
+                pr_err!("{}: rkey response: {}\n", self.sess(), e);
+                path.error_recovery();
+                return;
+            }
+            io.set_rkey(msg.buf_id, msg.rkey);
+            io.process_io_rsp(self, msg_id, errno, w_inval);
+        }
+        iu.sync_for_device();
+        self.recv_done(wc, Some(iu));
+    }
+
+    /// `process_io_rsp`.
+    fn process_io_rsp(&self, msg_id: u32, errno: i32, w_inval: bool) {
+        match self.path().io() {
+            Some(io) => io.process_io_rsp(self, msg_id, errno, w_inval),
+            None => pr_warn!("{}: IO response {} before IO set-up\n", self.sess(), msg_id),
+        }
+    }
+
+    /// The QP, for posting IO from any context; null before it exists and
+    /// after teardown began.
+    pub(crate) fn qp_raw(&self) -> *mut bindings::ib_qp {
+        self.qp_raw.load(Ordering::Acquire)
+    }
+
+    /// `fast_reg_cqe`.
+    pub(crate) fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe {
+        self.fast_reg_cqe.get()
+    }
+
+    /// `c.wr_cnt` step: IB_SEND_SIGNALED every `signal_interval` sends.
+    pub(crate) fn next_send_flags(&self) -> kernel::ffi::c_int {
+        let si = self.path().signal_interval.load(Ordering::Acquire).max(1);
+        let cnt = self.wr_cnt.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        if cnt.checked_rem(si) == Some(0) {
+            bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int
+        } else {
+            0
         }
     }
 
     /// The PD's local DMA lkey, for reposting receives from CQ callbacks
     /// (which must not take `con_mutex`).
-    fn lkey(&self) -> u32 {
+    pub(crate) fn lkey(&self) -> u32 {
         self.lkey.load(Ordering::Acquire)
     }
 
     /// `rtrs_send_hb_ack`: an empty RDMA_WRITE_WITH_IMM carrying HB_ACK on
     /// this (cid 0) QP, signaled every `signal_interval` sends.
     fn send_hb_ack(&self, qp: *mut bindings::ib_qp) {
-        let si = self.path().signal_interval.load(Ordering::Acquire).max(1);
-        let cnt = self.wr_cnt.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-        let flags = if cnt.checked_rem(si) == Some(0) {
-            bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int
-        } else {
-            0
-        };
+        // SAFETY: `qp` is the live QP this completion came from.
+        if let Err(e) = unsafe { self.post_imm_empty(qp, imm::RTRS_HB_ACK_IMM_VAL) } {
+            pr_err!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
+            self.path().error_recovery();
+        }
+    }
+
+    /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`.
+    ///
+    /// # Safety
+    ///
+    /// `qp` is this connection's live QP.
+    unsafe fn post_imm_empty(&self, qp: *mut bindings::ib_qp, imm_val: u32) -> Result {
+        let flags = self.next_send_flags();
         let wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
@@ -605,19 +790,55 @@ impl Con {
                 opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
                 send_flags: flags,
                 ex: bindings::ib_send_wr__bindgen_ty_2 {
-                    imm_data: imm::RTRS_HB_ACK_IMM_VAL.to_be(),
+                    imm_data: imm_val.to_be(),
                 },
                 ..Default::default()
             },
             ..Default::default()
         };
-        // SAFETY: `qp` is the live QP this completion came from; the request
-        // has no SGE and its cqe lives as long as `self`.
-        if let Err(e) = unsafe { post_send_raw(qp, core::ptr::addr_of!(wr).cast()) } {
-            pr_err!("{}: HB ack failed, err: {:?}\n", self.sess(), e);
-            self.path().error_recovery();
+        // SAFETY: The caller guarantees `qp`; the request has no SGE and its
+        // cqe lives as long as `self`.
+        unsafe { post_send_raw(qp, core::ptr::addr_of!(wr).cast()) }
+    }
+}
+
+/// `hb_work` of rtrs.c, on cid 0: sends HB_MSG every `RTRS_HB_INTERVAL_MS`
+/// unless the last one is still unanswered; any receive clears the count.
+///
+/// # Safety
+///
+/// `ctx` is the cid 0 `Con` of a path whose `Path::stop_hb` has not returned
+/// (it cancels this work synchronously before the connection goes).
+unsafe extern "C" fn hb_work(w: *mut bindings::rtrs_rs_dwork, ctx: *mut kernel::ffi::c_void) {
+    // SAFETY: By the function's contract.
+    let con = unsafe { &*ctx.cast::<Con>() };
+    let path = con.path();
+    let missed = path.hb_missed_cnt.load(Ordering::Acquire);
+    if missed > RTRS_HB_MISSED_MAX {
+        // Reconnect is not implemented: log once and stop sending.
+        pr_err!("{}: HB missed max reached.\n", con.sess());
+        return;
+    }
+    if path.hb_missed_cnt.fetch_add(1, Ordering::AcqRel) == 0 {
+        path.hb_last_sent_ns
+            .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
+        let qp = con.qp_raw();
+        let res = if qp.is_null() {
+            Err(econnreset())
+        } else {
+            // SAFETY: `qp` is cid 0's QP, live until teardown, which stops
+            // this work first.
+            unsafe { con.post_imm_empty(qp, imm::RTRS_HB_MSG_IMM_VAL) }
+        };
+        if let Err(e) = res {
+            pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
+            return;
         }
     }
+    let wq = path.hb_wq.load(Ordering::Acquire);
+    // SAFETY: `w` is this work and `wq` the module's workqueue, which
+    // outlives every path.
+    unsafe { bindings::rtrs_rs_dwork_queue(w, wq, RTRS_HB_INTERVAL_MS) };
 }
 
 impl CmHandler for Con {
@@ -792,6 +1013,7 @@ impl Drop for ConSlot {
     fn drop(&mut self) {
         let mut inner = self.con.con_mutex.lock();
         inner.destroyed = true;
+        self.con.qp_raw.store(core::ptr::null_mut(), Ordering::Release);
         inner.destroy_con_cq_qp();
     }
 }
@@ -834,8 +1056,16 @@ pub(crate) struct Path {
     /// In creation order (cid); dropped before `shared`.
     cons: KVec<ConSlot>,
     info_ius: Option<InfoIus>,
+    /// The heartbeat work (`hb_dwork`), while started.
+    hb: Option<NonNull<bindings::rtrs_rs_dwork>>,
     shared: Pin<KBox<PathShared>>,
 }
+
+// SAFETY: `hb` is only used by the path's owner (start/stop); everything
+// else is `Send`/`Sync` already.
+unsafe impl Send for Path {}
+// SAFETY: As above: `&Path` never touches `hb`.
+unsafe impl Sync for Path {}
 
 impl Path {
     /// `alloc_path` + `init_path` minus sysfs, reconnect and heartbeat:
@@ -847,6 +1077,20 @@ impl Path {
         sessname: &CStr,
         dst: &bindings::__kernel_sockaddr_storage,
     ) -> Result<Self> {
+        let src = bindings::__kernel_sockaddr_storage::default();
+        Self::connect_ex(pool, sessname, &src, dst, uuid_gen(), true)
+    }
+
+    /// `connect` for a session's path: its source address (zeros for any),
+    /// the session's `paths_uuid`, and `for_new_clt` (first path only).
+    pub(crate) fn connect_ex(
+        pool: &Arc<DevPool>,
+        sessname: &CStr,
+        src: &bindings::__kernel_sockaddr_storage,
+        dst: &bindings::__kernel_sockaddr_storage,
+        paths_uuid: [u8; 16],
+        for_new_clt: bool,
+    ) -> Result<Self> {
         let cpus = num_online_cpus();
         let irq_con_num = u16::try_from(cpus)
             .ok()
@@ -856,18 +1100,26 @@ impl Path {
             try_pin_init!(PathShared {
                 sessname: CString::try_from_fmt(fmt!("{}", sessname))?,
                 uuid: uuid_gen(),
-                paths_uuid: uuid_gen(),
+                paths_uuid,
                 dst_addr: *dst,
+                src_addr: *src,
                 con_num: irq_con_num,
                 irq_con_num,
                 recon_cnt: 1,
-                for_new_clt: true,
+                for_new_clt,
                 pool: pool.clone(),
                 state: AtomicU8::new(RtrsCltState::Connecting as u8),
                 connected_cnt: AtomicI32::new(0),
                 signal_interval: AtomicU32::new(SERVICE_CON_QUEUE_DEPTH),
                 info_rsp: AtomicU8::new(INFO_RSP_NONE),
                 info_rsp_len: AtomicU32::new(0),
+                new_rkey: AtomicBool::new(false),
+                hb_missed_cnt: AtomicU32::new(0),
+                hb_cur_latency_ns: AtomicI64::new(0),
+                hb_last_sent_ns: AtomicI64::new(0),
+                hb_wq: AtomicPtr::new(core::ptr::null_mut()),
+                rdma: RdmaCounters::default(),
+                io: AtomicPtr::new(core::ptr::null_mut()),
                 state_changed <- Completion::new(),
                 all_disconnected <- Completion::new(),
                 inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
@@ -877,6 +1129,7 @@ impl Path {
         let mut path = Path {
             cons: KVec::new(),
             info_ius: None,
+            hb: None,
             shared,
         };
         path.init_conns()?;
@@ -887,6 +1140,69 @@ impl Path {
     /// The session name.
     pub(crate) fn sessname(&self) -> &CStr {
         &self.shared.sessname
+    }
+
+    /// What CM handlers and CQ callbacks share.
+    pub(crate) fn shared(&self) -> &PathShared {
+        &self.shared
+    }
+
+    /// Connection `cid`.
+    pub(crate) fn con(&self, cid: usize) -> Option<&Con> {
+        self.cons.get(cid).map(|s| &*s.con)
+    }
+
+    /// `rtrs_start_hb` on cid 0, on the workqueue `wq` (which must outlive
+    /// the path).
+    pub(crate) fn start_hb(&mut self, wq: *mut bindings::workqueue_struct) -> Result {
+        if self.hb.is_some() {
+            return Ok(());
+        }
+        let con0: *const Con = self.con(0).ok_or(EINVAL)?;
+        self.shared.hb_wq.store(wq, Ordering::Release);
+        self.shared.hb_missed_cnt.store(0, Ordering::Release);
+        // SAFETY: `hb_work` matches the callback type; `con0` stays valid
+        // until `stop_hb` cancels the work (before the connections go).
+        let w = unsafe { bindings::rtrs_rs_dwork_alloc(Some(hb_work), con0.cast_mut().cast()) };
+        let w = NonNull::new(w).ok_or(ENOMEM)?;
+        // SAFETY: `w` was just allocated; `wq` outlives the path (caller).
+        unsafe { bindings::rtrs_rs_dwork_queue(w.as_ptr(), wq, RTRS_HB_INTERVAL_MS) };
+        self.hb = Some(w);
+        Ok(())
+    }
+
+    /// `rtrs_stop_hb`: cancels the heartbeat work and waits for it.
+    fn stop_hb(&mut self) {
+        if let Some(w) = self.hb.take() {
+            // SAFETY: From `rtrs_rs_dwork_alloc`; freed once here, after the
+            // synchronous cancel (the work requeues itself only while running).
+            unsafe { bindings::rtrs_rs_dwork_free(w.as_ptr()) };
+        }
+        self.shared.hb_missed_cnt.store(0, Ordering::Release);
+    }
+
+    /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
+    /// after `connect`.
+    pub(crate) fn alloc_reqs(&mut self) -> Result {
+        let io = {
+            let pinner = self.shared.inner.lock();
+            let params = pinner.params.ok_or(EINVAL)?;
+            let dev = pinner.dev.as_ref().ok_or(EINVAL)?;
+            IoCtx::new(
+                &self.shared.sessname,
+                dev,
+                &params,
+                pinner.rbufs.as_slice(),
+                pinner.max_pages_per_mr,
+            )?
+        };
+        let old = self.shared.io.swap(KBox::into_raw(io), Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: `old` came from `KBox::into_raw` below and nothing else
+            // can hold it: this runs before any IO is submitted.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        Ok(())
     }
 
     /// What the server told us; `None` before cid 0 is established.
@@ -952,7 +1268,7 @@ impl Path {
             .set_reuseaddr(true)
             .inspect_err(|e| pr_err!("{}: Set address reuse failed, err: {:?}\n", sess, e))?;
         slot.cm_id
-            .resolve_addr(&shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
+            .resolve_addr(&shared.src_addr, &shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
             .inspect_err(|e| pr_err!("{}: Failed to resolve address, err: {:?}\n", sess, e))?;
         match slot
             .con
@@ -1112,7 +1428,8 @@ impl Path {
     /// `rtrs_clt_close_conns` + `rtrs_clt_stop_and_destroy_conns`: disconnect
     /// and drain every connection, wait (at most the connect timeout) for
     /// the DISCONNECTED events, then destroy QPs, CQs, cm ids and put the PD.
-    fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
+        self.stop_hb();
         let shared: &PathShared = &self.shared;
         shared.change_state(RtrsCltState::Closing);
         shared.all_disconnected.reinit();
@@ -1126,6 +1443,13 @@ impl Path {
         }
         // Everything posted is flushed now.
         self.info_ius = None;
+        let io = shared.io.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !io.is_null() {
+            // SAFETY: `io` came from `KBox::into_raw` in `alloc_reqs`; the QPs
+            // are drained, so no callback uses it, and the session closes
+            // paths only when no request is in flight.
+            drop(unsafe { KBox::from_raw(io) });
+        }
         if shared.connected_cnt.load(Ordering::Acquire) > 0
             && shared
                 .all_disconnected

@@ -264,19 +264,22 @@ impl<T: CmHandler> CmId<T> {
         to_result(unsafe { bindings::rdma_set_reuseaddr(self.id.as_ptr(), i32::from(reuse)) })
     }
 
-    /// `rdma_resolve_addr(id, any source, dst, timeout_ms)`.
+    /// `rdma_resolve_addr(id, src, dst, timeout_ms)`; an all-zero `src`
+    /// (family 0) means any source, as in C.
     pub(crate) fn resolve_addr(
         &self,
+        src: &bindings::__kernel_sockaddr_storage,
         dst: &bindings::__kernel_sockaddr_storage,
         timeout_ms: u32,
     ) -> Result {
+        let src: *const bindings::__kernel_sockaddr_storage = src;
         let dst: *const bindings::__kernel_sockaddr_storage = dst;
-        // SAFETY: The id is live; `dst` is a valid sockaddr_storage that
-        // rdma_cm copies; a NULL source means "any".
+        // SAFETY: The id is live; `src` and `dst` are valid sockaddr_storage
+        // that rdma_cm copies.
         to_result(unsafe {
             bindings::rdma_resolve_addr(
                 self.id.as_ptr(),
-                core::ptr::null_mut(),
+                src.cast_mut().cast(),
                 dst.cast(),
                 ms_to_c_ulong(timeout_ms),
             )

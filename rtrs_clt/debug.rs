@@ -2,14 +2,13 @@
 
 //! TEST-ONLY SCAFFOLDING: the `debug_connect` module parameter.
 //!
-//! No API is exported yet, so nothing can ask this module to open a path.
-//! With `debug_connect=<sessname>@ip:<addr>` at insmod, module init connects
+//! Kept for the VM test of a bare path (no session, no IO). With `debug_connect=<sessname>@ip:<addr>` at insmod, module init connects
 //! one path to `<addr>`, port 1234, and logs what the server sent (or the
 //! errno); module exit tears it down. The parameter itself is declared in C
 //! (`bindings/rtrs_debug.c`), since 6.12's `module!` has no parameters.
 //!
-//! Remove this file, `bindings/rtrs_debug.c` and its Kbuild line once
-//! `rtrs_clt_open` is exported.
+//! Remove this file, `bindings/rtrs_debug.c` and its Kbuild line once that
+//! test maps through `rtrs_clt_open` instead.
 
 use kernel::fmt;
 use kernel::prelude::*;

@@ -32,3 +32,9 @@ pub(crate) fn inet_pton(addr: &CStr, port: &CStr) -> Result<bindings::__kernel_s
     })?;
     Ok(ss)
 }
+
+/// `ktime_get()` in nanoseconds.
+pub(crate) fn ktime_get_ns() -> i64 {
+    // SAFETY: No preconditions; reads the monotonic clock.
+    unsafe { kernel::bindings::ktime_get() }
+}

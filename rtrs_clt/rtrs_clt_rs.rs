@@ -16,8 +16,13 @@
 //! - `sync`: a `struct completion` wrapper;
 //! - `misc`: uuid_gen, num_online_cpus, inet_pton;
 //! - `clt`: one path: connection set-up (init_conns, create_cm, the CM
-//!   handler, create_con_cq_qp, the INFO exchange) and teardown;
-//! - `debug`: TEST-ONLY `debug_connect` trigger, until rtrs_clt_open exists;
+//!   handler, create_con_cq_qp, the INFO exchange), the CQ handler of IO
+//!   responses, the heartbeat, and teardown;
+//! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
+//!   completion and local invalidation;
+//! - `sess`: the session, its permits, and the exported `rtrs_clt_*` API
+//!   (exported by `bindings/rtrs_export.c`), plus the sysfs glue;
+//! - `debug`: TEST-ONLY `debug_connect` trigger (a VM test uses it);
 //! - `wq`: the workqueue;
 //! - `sysfs`: the `/sys/class/rtrs-client` tree.
 //!
@@ -27,8 +32,11 @@
 //! 2. `PathShared::inner` (`PathInner`: device, server params, rbufs);
 //! 3. `DevPool::list` (the per-device PD pool).
 //!
-//! No lock is taken in CQ callbacks (softirq for IRQ connections): they use
-//! atomics and `complete()` only. CM handlers run in process context under
+//! No lock is taken in CQ callbacks (softirq for IRQ connections) or on the
+//! IO submission path (blk-mq, may be atomic): they use atomics, the
+//! lock-free permit bitmap, `complete()` and wake-ups only. A session's path
+//! list is fixed at open, so it has no lock. `rtrs_clt_get_permit(WAIT)` and
+//! `rtrs_clt_close` sleep on the permit wait queue holding no lock. CM handlers run in process context under
 //! rdma_cm's per-id handler mutex, and take locks 1 to 3. The path's owner
 //! never holds a lock while destroying a cm id (which waits for its handler).
 
@@ -59,7 +67,9 @@ mod sysfs;
 mod clt;
 mod cm;
 mod debug;
+mod io;
 mod misc;
+mod sess;
 mod sync;
 mod verbs;
 mod wq;
@@ -80,6 +90,8 @@ struct RtrsClientModule {
     /// TEST ONLY: the path of `debug_connect` (see `debug`); first, so that
     /// it is torn down before everything else.
     _debug_path: Option<clt::Path>,
+    /// The state the exported API uses; unpublished before the rest goes.
+    _globals: sess::GlobalsGuard,
     _dev_pool: Arc<verbs::DevPool>,
     _ib_client: verbs::IbClient,
     _class: sysfs::Class,
@@ -93,9 +105,11 @@ impl kernel::Module for RtrsClientModule {
         let ib_client = verbs::IbClient::register(c_str!("rtrs_client_rs"))?;
         let dev_pool = verbs::DevPool::new()?;
         pr_info!("loaded\n");
+        let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.as_ptr(), wq.as_ptr())?;
         let debug_path = debug::debug_connect(&dev_pool);
         Ok(Self {
             _debug_path: debug_path,
+            _globals: globals,
             _dev_pool: dev_pool,
             _ib_client: ib_client,
             _class: class,

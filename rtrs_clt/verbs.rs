@@ -432,6 +432,8 @@ pub(crate) trait IuDone {
 pub(crate) struct Iu<D: IuDone> {
     cqe: Opaque<bindings::ib_cqe>,
     buf: KVec<u8>,
+    /// `buf`'s heap pointer, taken mutably at allocation, for `buf_mut`.
+    buf_ptr: *mut u8,
     dma_addr: u64,
     size: usize,
     dir: bindings::dma_data_direction,
@@ -484,6 +486,7 @@ impl<D: IuDone> Iu<D> {
             cqe: Opaque::new(bindings::ib_cqe {
                 done: Some(iu_done::<D>),
             }),
+            buf_ptr: buf.as_mut_ptr(),
             buf,
             dma_addr,
             size,
@@ -558,8 +561,45 @@ impl<D: IuDone> Iu<D> {
         unsafe { post_recv_raw(qp, self.cqe_ptr(), self.dma_addr, len, lkey) }
     }
 
-    fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
+    pub(crate) fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
         self.cqe.get()
+    }
+
+    /// The buffer's DMA address.
+    pub(crate) fn dma_addr(&self) -> u64 {
+        self.dma_addr
+    }
+
+    /// `ib_dma_sync_single_for_device` of the first `len` bytes.
+    pub(crate) fn sync_for_device_len(&self, len: usize) {
+        // SAFETY: By the type invariant the buffer is mapped on `dev`.
+        unsafe {
+            bindings::rtrs_rs_ib_dma_sync_single_for_device(
+                self.dev,
+                self.dma_addr,
+                len.min(self.size),
+                self.dir,
+            )
+        };
+    }
+
+    /// `ib_dma_sync_single_for_device` of the whole buffer.
+    pub(crate) fn sync_for_device(&self) {
+        self.sync_for_device_len(self.size);
+    }
+
+    /// The buffer, writable, for an IU that is not posted.
+    ///
+    /// # Safety
+    ///
+    /// The caller must be the IU's only user for the life of the slice: no
+    /// other reference to its contents and no posted request using it.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn buf_mut(&self) -> &mut [u8] {
+        // SAFETY: `buf_ptr` points to `size` initialised bytes owned by
+        // `buf`, taken from a mutable borrow; the caller guarantees
+        // exclusivity.
+        unsafe { core::slice::from_raw_parts_mut(self.buf_ptr, self.size) }
     }
 }
 

@@ -34,7 +34,6 @@ impl Workqueue {
     }
 
     /// The raw pointer, for queueing work through the bindings.
-    #[allow(dead_code)]
     pub(crate) fn as_ptr(&self) -> *mut bindings::workqueue_struct {
         self.wq.as_ptr()
     }

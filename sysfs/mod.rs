@@ -38,7 +38,6 @@ impl Class {
     }
 
     /// The raw class pointer, for creating devices under it.
-    #[allow(dead_code)]
     pub(crate) fn as_ptr(&self) -> *mut bindings::class {
         self.cls.as_ptr()
     }

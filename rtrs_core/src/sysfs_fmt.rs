@@ -805,8 +805,10 @@ fn write_ip6_full(w: &mut Writer<'_>, a: &[u8; 16]) {
 /// addresses end in a dotted quad.
 fn write_ip6_compressed(w: &mut Writer<'_>, a: &[u8; 16]) {
     let mut words = [0u16; 8];
-    for (word, pair) in words.iter_mut().zip(a.chunks_exact(2)) {
-        if let [hi, lo] = *pair {
+    // Indexing instead of zip(chunks_exact): no division in the kernel
+    // build (objtool does not know the division panics as noreturn).
+    for (i, word) in words.iter_mut().enumerate() {
+        if let (Some(&hi), Some(&lo)) = (a.get(i << 1), a.get((i << 1) | 1)) {
             *word = u16::from_be_bytes([hi, lo]);
         }
     }

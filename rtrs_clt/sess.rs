@@ -1,0 +1,889 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The session (`struct rtrs_clt_sess`), its permits, and the exported
+//! `rtrs_clt_*` API of rtrs.h (exported by `bindings/rtrs_export.c`).
+//!
+//! `rtrs_clt_open` connects every given path synchronously and returns a
+//! connected session or ERR_PTR. Paths never change after open (no
+//! add/remove path yet), so IO reads the path list without a lock.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use kernel::error::from_err_ptr;
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::fmt;
+use kernel::prelude::*;
+use kernel::str::{BStr, CString};
+use kernel::sync::Arc;
+
+use crate::bindings;
+use crate::clt::{Path, RtrsCltState};
+use crate::io::{ConfFn, IoArgs};
+use crate::misc::uuid_gen;
+use crate::rtrs_core::names::check_sessname;
+use crate::rtrs_core::proto::{MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
+use crate::rtrs_core::{imm, sysfs_fmt};
+use crate::verbs::DevPool;
+
+fn neg(code: u32) -> Error {
+    Error::from_errno(0i32.saturating_sub_unsigned(code))
+}
+
+// ---------------------------------------------------------------------------
+// The C types of rtrs.h
+// ---------------------------------------------------------------------------
+
+/// `struct rtrs_clt_ops`.
+#[repr(C)]
+pub(crate) struct RtrsCltOps {
+    priv_: *mut c_void,
+    link_ev: Option<unsafe extern "C" fn(*mut c_void, c_int)>,
+}
+
+/// `struct rtrs_addr`.
+#[repr(C)]
+pub(crate) struct RtrsAddr {
+    src: *mut bindings::__kernel_sockaddr_storage,
+    dst: *mut bindings::__kernel_sockaddr_storage,
+}
+
+/// `struct rtrs_clt_req_ops`.
+#[repr(C)]
+pub(crate) struct RtrsCltReqOps {
+    priv_: *mut c_void,
+    conf_fn: ConfFn,
+}
+
+/// `struct rtrs_attrs`.
+#[repr(C)]
+pub(crate) struct RtrsAttrs {
+    queue_depth: u32,
+    max_io_size: u32,
+    max_segments: u32,
+}
+
+/// `struct kvec`.
+#[repr(C)]
+pub(crate) struct Kvec {
+    pub(crate) iov_base: *mut c_void,
+    pub(crate) iov_len: usize,
+}
+
+/// `struct rtrs_permit`, same layout as C; `pdu_sz` bytes follow it.
+#[repr(C)]
+pub(crate) struct RtrsPermit {
+    con_type: u32,
+    cpu_id: u32,
+    mem_id: u32,
+    mem_off: u32,
+}
+
+/// `RTRS_ADMIN_CON`, `RTRS_IO_CON`.
+const RTRS_IO_CON: u32 = 1;
+
+// ---------------------------------------------------------------------------
+// Module-wide state the API needs
+// ---------------------------------------------------------------------------
+
+/// What `rtrs_clt_open` needs from the module.
+pub(crate) struct Globals {
+    pool: Arc<DevPool>,
+    class: *mut bindings::class,
+    wq: *mut bindings::workqueue_struct,
+}
+
+static GLOBALS: AtomicPtr<Globals> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Publishes the module state to the API; unpublished on drop (module
+/// exit, when no user of the exported symbols is left).
+pub(crate) struct GlobalsGuard;
+
+impl GlobalsGuard {
+    pub(crate) fn new(
+        pool: Arc<DevPool>,
+        class: *mut bindings::class,
+        wq: *mut bindings::workqueue_struct,
+    ) -> Result<Self> {
+        let g = KBox::new(Globals { pool, class, wq }, GFP_KERNEL)?;
+        GLOBALS.store(KBox::into_raw(g), Ordering::Release);
+        Ok(Self)
+    }
+}
+
+impl Drop for GlobalsGuard {
+    fn drop(&mut self) {
+        let g = GLOBALS.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !g.is_null() {
+            // SAFETY: From `KBox::into_raw` in `new`; users of the API hold a
+            // reference on this module, so none runs during module exit.
+            drop(unsafe { KBox::from_raw(g) });
+        }
+    }
+}
+
+fn globals() -> Option<&'static Globals> {
+    // SAFETY: Valid from module init to exit (see `GlobalsGuard`), which
+    // covers every call of the exported API.
+    unsafe { GLOBALS.load(Ordering::Acquire).as_ref() }
+}
+
+// ---------------------------------------------------------------------------
+// Permits
+// ---------------------------------------------------------------------------
+
+/// The permit pool (`permits_map`, `permits`, `permits_wait`).
+///
+/// # Invariants
+///
+/// `base` points to `queue_depth * psize` bytes owned by `_store`; `wq` is
+/// an initialised wait queue head freed in drop.
+struct Permits {
+    map: KVec<AtomicU64>,
+    _store: KVec<u64>,
+    base: *mut u8,
+    psize: usize,
+    queue_depth: u32,
+    wq: NonNull<bindings::wait_queue_head>,
+}
+
+// SAFETY: Bit ownership in `map` serialises writes to each permit; the wait
+// queue is thread safe.
+unsafe impl Send for Permits {}
+// SAFETY: As above.
+unsafe impl Sync for Permits {}
+
+impl Drop for Permits {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant; nobody waits any more (close waited).
+        unsafe { bindings::rtrs_rs_waitq_free(self.wq.as_ptr()) };
+    }
+}
+
+impl Permits {
+    /// `alloc_permits`.
+    fn new(queue_depth: u32, pdu_sz: usize) -> Result<Self> {
+        let qd = usize::try_from(queue_depth).map_err(|_| EINVAL)?;
+        // Rounded to 8 bytes so that each permit is aligned (C: unrounded;
+        // identical for rnbd's pdu_sz of 0).
+        let psize = core::mem::size_of::<RtrsPermit>()
+            .checked_add(pdu_sz)
+            .and_then(|v| v.checked_add(7))
+            .ok_or(EINVAL)?
+            & !7usize;
+        let bytes = psize.checked_mul(qd).ok_or(ENOMEM)?;
+        let mut store = KVec::from_elem(0u64, bytes.div_ceil(8).max(1), GFP_KERNEL)?;
+        let base = store.as_mut_ptr().cast::<u8>();
+        let words = qd.div_ceil(64);
+        let mut map = KVec::with_capacity(words, GFP_KERNEL)?;
+        for _ in 0..words {
+            map.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
+        // SAFETY: No preconditions.
+        let wq = NonNull::new(unsafe { bindings::rtrs_rs_waitq_alloc() }).ok_or(ENOMEM)?;
+        let p = Self {
+            map,
+            _store: store,
+            base,
+            psize,
+            queue_depth,
+            wq,
+        };
+        for i in 0..queue_depth {
+            let mem_off = imm::rtrs_permit_mem_off(queue_depth, i).map_err(|_| EINVAL)?;
+            let permit = p.permit(i).ok_or(EINVAL)?;
+            // SAFETY: In bounds (`permit`), aligned, and not shared yet.
+            unsafe {
+                permit.write(RtrsPermit {
+                    con_type: 0,
+                    cpu_id: 0,
+                    mem_id: i,
+                    mem_off,
+                })
+            };
+        }
+        Ok(p)
+    }
+
+    fn permit(&self, i: u32) -> Option<*mut RtrsPermit> {
+        if i >= self.queue_depth {
+            return None;
+        }
+        let off = usize::try_from(i).ok()?.checked_mul(self.psize)?;
+        // SAFETY: `off` is below `queue_depth * psize`, inside the storage.
+        Some(unsafe { self.base.add(off) }.cast())
+    }
+
+    /// The index of `p` if it is one of ours.
+    fn index_of(&self, p: *const RtrsPermit) -> Option<u32> {
+        let off = (p as usize).checked_sub(self.base as usize)?;
+        if off.checked_rem(self.psize) != Some(0) {
+            return None;
+        }
+        let i = u32::try_from(off.checked_div(self.psize)?).ok()?;
+        (i < self.queue_depth).then_some(i)
+    }
+
+    /// `__rtrs_get_permit`.
+    fn try_get(&self, con_type: u32) -> Option<*mut RtrsPermit> {
+        loop {
+            let mut found = None;
+            for (w, word) in self.map.iter().enumerate() {
+                let v = word.load(Ordering::Relaxed);
+                if v == u64::MAX {
+                    continue;
+                }
+                let bit = (!v).trailing_zeros();
+                let idx = w.checked_mul(64)?.checked_add(usize::try_from(bit).ok()?)?;
+                found = Some((word, bit, idx));
+                break;
+            }
+            let (word, bit, idx) = found?;
+            let idx = u32::try_from(idx).ok()?;
+            if idx >= self.queue_depth {
+                return None;
+            }
+            let mask = 1u64.checked_shl(bit)?;
+            if word.fetch_or(mask, Ordering::Acquire) & mask != 0 {
+                continue;
+            }
+            let p = self.permit(idx)?;
+            // SAFETY: We own bit `idx`, so nobody else writes this permit.
+            unsafe {
+                (*p).cpu_id = bindings::rtrs_rs_raw_smp_processor_id();
+                (*p).con_type = con_type;
+            }
+            return Some(p);
+        }
+    }
+
+    fn bit(&self, i: u32) -> Option<(&AtomicU64, u64)> {
+        let w = usize::try_from(i >> 6).ok()?;
+        Some((self.map.get(w)?, 1u64.checked_shl(i & 63)?))
+    }
+
+    fn all_free(&self) -> bool {
+        self.map.iter().all(|w| w.load(Ordering::Acquire) == 0)
+    }
+
+    fn wake(&self) {
+        // SAFETY: By the type invariant `wq` is initialised.
+        unsafe { bindings::rtrs_rs_waitq_wake(self.wq.as_ptr()) };
+    }
+
+    /// Sleeps (uninterruptibly) until `cond(ctx)`.
+    fn wait(&self, cond: unsafe extern "C" fn(*mut c_void) -> bool, ctx: *mut c_void) {
+        // SAFETY: `wq` is initialised; `cond` and `ctx` are valid for the call.
+        unsafe { bindings::rtrs_rs_waitq_wait(self.wq.as_ptr(), Some(cond), ctx) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// sysfs
+// ---------------------------------------------------------------------------
+
+/// /sys/class/rtrs-client/<sessname> with its `paths` directory.
+struct SessDev(NonNull<bindings::rtrs_rs_sess_dev>);
+
+impl Drop for SessDev {
+    fn drop(&mut self) {
+        // SAFETY: Created by `rtrs_rs_sess_dev_create`, destroyed once here;
+        // every path directory below it is gone already.
+        unsafe { bindings::rtrs_rs_sess_dev_destroy(self.0.as_ptr()) };
+    }
+}
+
+/// paths/<src@dst>; its `state` shows the path it was created for.
+struct PathKobj(NonNull<bindings::rtrs_rs_path_kobj>);
+
+impl Drop for PathKobj {
+    fn drop(&mut self) {
+        // SAFETY: Created by `rtrs_rs_path_kobj_create`, destroyed once here;
+        // kobject_del waits for running shows, so the path may go after.
+        unsafe { bindings::rtrs_rs_path_kobj_destroy(self.0.as_ptr()) };
+    }
+}
+
+/// The `state` attribute of a path directory.
+///
+/// # Safety
+///
+/// `path` is the `PathShared` given to `rtrs_rs_path_kobj_create`, live
+/// while its kobject is in sysfs; `buf` is a sysfs page.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_rs_path_state_show(
+    path: *const c_void,
+    buf: *mut c_char,
+) -> isize {
+    // SAFETY: By the function's contract.
+    let path = unsafe { &*path.cast::<crate::clt::PathShared>() };
+    // SAFETY: sysfs passes a PAGE_SIZE buffer.
+    let page =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let st = sysfs_fmt::RtrsCltState::from_raw(path.state() as u32)
+        .unwrap_or(sysfs_fmt::RtrsCltState::Dead);
+    isize::try_from(sysfs_fmt::rtrs_clt_state_show(page, st)).unwrap_or(0)
+}
+
+/// The `cur_latency` attribute of a path directory (last heartbeat RTT).
+///
+/// # Safety
+///
+/// As `rtrs_rs_path_state_show`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_rs_path_cur_latency_show(
+    path: *const c_void,
+    buf: *mut c_char,
+) -> isize {
+    // SAFETY: By the function's contract.
+    let path = unsafe { &*path.cast::<crate::clt::PathShared>() };
+    // SAFETY: sysfs passes a PAGE_SIZE buffer.
+    let page =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let ns = path.hb_cur_latency_ns.load(Ordering::Relaxed);
+    isize::try_from(sysfs_fmt::rtrs_clt_cur_latency_show(page, ns)).unwrap_or(0)
+}
+
+/// The `stats/rdma` attribute of a path directory.
+///
+/// # Safety
+///
+/// As `rtrs_rs_path_state_show`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_rs_path_stats_rdma_show(
+    path: *const c_void,
+    buf: *mut c_char,
+) -> isize {
+    // SAFETY: By the function's contract.
+    let path = unsafe { &*path.cast::<crate::clt::PathShared>() };
+    // SAFETY: sysfs passes a PAGE_SIZE buffer.
+    let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let st = path.rdma.snapshot();
+    isize::try_from(sysfs_fmt::rtrs_clt_stats_rdma_to_str(page, &st)).unwrap_or(0)
+}
+
+/// The parts of a `sockaddr_storage` that `rtrs_addr_to_str` prints.
+fn to_rtrs_sockaddr(ss: &bindings::__kernel_sockaddr_storage) -> Option<sysfs_fmt::RtrsSockaddr> {
+    let p: *const bindings::__kernel_sockaddr_storage = ss;
+    // SAFETY: Plain data, read as bytes within its size.
+    let b = unsafe {
+        core::slice::from_raw_parts(
+            p.cast::<u8>(),
+            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
+        )
+    };
+    let fam = u32::from(u16::from_ne_bytes([*b.first()?, *b.get(1)?]));
+    let port = u16::from_be_bytes([*b.get(2)?, *b.get(3)?]);
+    let arr16 = |o: usize| -> Option<[u8; 16]> { b.get(o..o.checked_add(16)?)?.try_into().ok() };
+    match fam {
+        kernel::bindings::AF_INET => Some(sysfs_fmt::RtrsSockaddr::Inet {
+            addr: b.get(4..8)?.try_into().ok()?,
+            port,
+        }),
+        kernel::bindings::AF_INET6 => Some(sysfs_fmt::RtrsSockaddr::Inet6 {
+            addr: arr16(8)?,
+            port,
+            scope_id: u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?),
+        }),
+        kernel::bindings::AF_IB => Some(sysfs_fmt::RtrsSockaddr::Ib {
+            gid: arr16(8)?,
+            sid: u64::from_be_bytes(b.get(24..32)?.try_into().ok()?),
+        }),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The session
+// ---------------------------------------------------------------------------
+
+struct SessPath {
+    path: Path,
+    kobj: Option<PathKobj>,
+}
+
+/// `struct rtrs_clt_sess`: what rnbd holds as `struct rtrs_clt_sess *`.
+pub(crate) struct Sess {
+    sessname: CString,
+    /// In the order given to open; immutable afterwards.
+    paths: KVec<SessPath>,
+    queue_depth: u32,
+    max_io_size: u32,
+    max_segments: u32,
+    permits: Permits,
+    dev: Option<SessDev>,
+}
+
+impl Sess {
+    fn open(
+        pathname: &CStr,
+        paths: &[RtrsAddr],
+        pdu_sz: usize,
+        nr_poll_queues: u32,
+    ) -> Result<KBox<Self>> {
+        if check_sessname(pathname.as_bytes()).is_err() || pathname.as_bytes().len() >= NAME_MAX {
+            pr_err!("pathname cannot contain / and .\n");
+            return Err(EINVAL);
+        }
+        let n = u32::try_from(paths.len()).map_err(|_| EINVAL)?;
+        if n == 0 || n > MAX_PATHS_NUM {
+            return Err(EINVAL);
+        }
+        let g = globals().ok_or(ENODEV)?;
+        if nr_poll_queues > 0 {
+            pr_warn!(
+                "{}: nr_poll_queues={} ignored: poll queues are not implemented\n",
+                pathname,
+                nr_poll_queues
+            );
+        }
+        let sessname = CString::try_from_fmt(fmt!("{}", pathname))?;
+        // SAFETY: The class lives as long as the module; the name is a C string.
+        let dev = from_err_ptr(unsafe {
+            bindings::rtrs_rs_sess_dev_create(g.class, sessname.as_char_ptr())
+        })?;
+        let dev = SessDev(NonNull::new(dev).ok_or(ENOMEM)?);
+        let paths_uuid = uuid_gen();
+        let mut sps: KVec<SessPath> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
+        let mut queue_depth = 0u32;
+        let mut max_io_size = 0u32;
+        let mut max_segments = RTRS_MAX_SEGMENTS;
+        let mut res = Ok(());
+        for (i, a) in paths.iter().enumerate() {
+            let r = Self::open_path(g, &sessname, &dev, a, paths_uuid, i == 0).and_then(|sp| {
+                let info = sp.path.info().ok_or(EINVAL)?;
+                queue_depth = info.queue_depth;
+                if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size) {
+                    max_io_size = info.max_io_size;
+                }
+                max_segments = max_segments.min(info.max_pages_per_mr);
+                sps.push(sp, GFP_KERNEL)?;
+                Ok(())
+            });
+            if let Err(e) = r {
+                res = Err(e);
+                break;
+            }
+        }
+        let res = res.and_then(|()| Permits::new(queue_depth, pdu_sz));
+        match res {
+            Ok(permits) => Ok(KBox::new(
+                Sess {
+                    sessname,
+                    paths: sps,
+                    queue_depth,
+                    max_io_size,
+                    max_segments,
+                    permits,
+                    dev: Some(dev),
+                },
+                GFP_KERNEL,
+            )?),
+            Err(e) => {
+                Self::close_paths(&mut sps);
+                drop(dev);
+                Err(e)
+            }
+        }
+    }
+
+    /// `alloc_path` + `init_path` + `rtrs_clt_create_path_files` for one path.
+    fn open_path(
+        g: &Globals,
+        sessname: &CStr,
+        dev: &SessDev,
+        a: &RtrsAddr,
+        paths_uuid: [u8; 16],
+        first: bool,
+    ) -> Result<SessPath> {
+        // SAFETY: rnbd passes valid sockaddr_storage pointers (src optional).
+        let dst = unsafe { a.dst.as_ref() }.ok_or(EINVAL)?;
+        // SAFETY: As above.
+        let src = unsafe { a.src.as_ref() }.copied().unwrap_or_default();
+        let mut path = Path::connect_ex(&g.pool, sessname, &src, dst, paths_uuid, first)?;
+        path.alloc_reqs().inspect_err(|e| {
+            pr_err!("{}: alloc_path_reqs(), err: {:?}\n", sessname, e);
+        })?;
+        path.start_hb(g.wq)?;
+        let (s, d) = path.shared().addrs();
+        let mut name = [0u8; NAME_MAX];
+        let len = sysfs_fmt::rtrs_addr_to_str(
+            &mut name,
+            to_rtrs_sockaddr(s).as_ref(),
+            to_rtrs_sockaddr(d).as_ref(),
+        );
+        let name =
+            CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name.get(..len).unwrap_or(&[]))))?;
+        let shared: *const crate::clt::PathShared = path.shared();
+        // SAFETY: The session device is live; the path's `PathShared` is
+        // boxed and outlives the kobject (dropped first, see `close`).
+        let k = from_err_ptr(unsafe {
+            bindings::rtrs_rs_path_kobj_create(dev.0.as_ptr(), name.as_char_ptr(), shared.cast())
+        })
+        .inspect_err(|e| pr_err!("{}: create path files, err: {:?}\n", sessname, e))?;
+        let kobj = Some(PathKobj(NonNull::new(k).ok_or(ENOMEM)?));
+        Ok(SessPath { path, kobj })
+    }
+
+    /// Connections first, then the sysfs directories, then the paths.
+    fn close_paths(sps: &mut KVec<SessPath>) {
+        for sp in sps.iter_mut() {
+            sp.path.close();
+        }
+        for sp in sps.iter_mut() {
+            drop(sp.kobj.take());
+        }
+        *sps = KVec::new();
+    }
+
+    fn close(mut self: KBox<Self>) {
+        // free_permits' wait, first: no request may be in flight below.
+        let ctx: *mut c_void = (&self.permits as *const Permits).cast_mut().cast();
+        self.permits.wait(permits_all_free, ctx);
+        Self::close_paths(&mut self.paths);
+        drop(self.dev.take());
+        pr_info!("{}: session closed\n", &*self.sessname);
+    }
+
+    fn is_connected(&self) -> bool {
+        self.paths
+            .iter()
+            .any(|p| p.path.shared().state() == RtrsCltState::Connected)
+    }
+
+    /// `rtrs_clt_request` over the paths (MIN_INFLIGHT order).
+    fn request(
+        &self,
+        read: bool,
+        ops: &RtrsCltReqOps,
+        permit: &RtrsPermit,
+        usr: &[Kvec],
+        data_len: usize,
+        sg: *mut bindings::scatterlist,
+        sg_cnt: u32,
+    ) -> Result {
+        let mut usr_len = 0usize;
+        for v in usr {
+            usr_len = usr_len
+                .checked_add(v.iov_len)
+                .ok_or(crate::io::emsgsize())?;
+        }
+        let hdr_len = if read {
+            usize::try_from(sg_cnt)
+                .ok()
+                .and_then(|n| n.checked_mul(16))
+                .and_then(|n| n.checked_add(8))
+                .ok_or(crate::io::emsgsize())?
+        } else {
+            4
+        };
+        let mut tried = 0u128;
+        let mut err = neg(kernel::bindings::ECONNABORTED);
+        for _ in 0..self.paths.len() {
+            // MIN_INFLIGHT: the connected, untried path with the fewest requests.
+            let mut best: Option<(usize, i32)> = None;
+            for (i, sp) in self.paths.iter().enumerate() {
+                let bit = 1u128
+                    .checked_shl(u32::try_from(i).unwrap_or(127))
+                    .unwrap_or(0);
+                if tried & bit != 0 || sp.path.shared().state() != RtrsCltState::Connected {
+                    continue;
+                }
+                let inflight = sp.path.shared().rdma.inflight();
+                if best.is_none_or(|(_, b)| inflight < b) {
+                    best = Some((i, inflight));
+                }
+            }
+            let Some((i, _)) = best else { break };
+            tried |= 1u128
+                .checked_shl(u32::try_from(i).unwrap_or(127))
+                .unwrap_or(0);
+            let Some(sp) = self.paths.get(i) else { break };
+            let shared = sp.path.shared();
+            let Some(io) = shared.io() else { continue };
+            let total = usr_len.checked_add(hdr_len).ok_or(crate::io::emsgsize())?;
+            if total > usize::try_from(io.max_hdr_size()).unwrap_or(0) {
+                pr_warn!(
+                    "{}: {} request failed, user message size is {} and header length {}, but max size is {}\n",
+                    &*self.sessname,
+                    if read { "Read" } else { "Write" },
+                    usr_len,
+                    hdr_len,
+                    io.max_hdr_size()
+                );
+                return Err(crate::io::emsgsize());
+            }
+            // rtrs_permit_to_clt_con.
+            let cid = if permit.con_type == RTRS_IO_CON {
+                let n = u32::from(shared.irq_con_num().saturating_sub(1));
+                permit.cpu_id.checked_rem(n).unwrap_or(0).saturating_add(1)
+            } else {
+                0
+            };
+            let Some(con) = usize::try_from(cid).ok().and_then(|c| sp.path.con(c)) else {
+                continue;
+            };
+            let args = IoArgs {
+                read,
+                conf: ops.conf_fn,
+                priv_: ops.priv_,
+                usr,
+                usr_len,
+                data_len,
+                sg,
+                sg_cnt,
+                mem_id: permit.mem_id,
+            };
+            match io.submit(con, &args) {
+                Ok(()) => return Ok(()),
+                Err(e) => err = e,
+            }
+        }
+        Err(err)
+    }
+}
+
+/// `wait_event` condition of `free_permits`.
+///
+/// # Safety
+///
+/// `ctx` is a live `Permits`.
+unsafe extern "C" fn permits_all_free(ctx: *mut c_void) -> bool {
+    // SAFETY: By the function's contract.
+    let p = unsafe { &*ctx.cast::<Permits>() };
+    p.all_free()
+}
+
+/// Context of `try_get_permit`.
+struct GetCtx<'a> {
+    permits: &'a Permits,
+    con_type: u32,
+    got: *mut RtrsPermit,
+}
+
+/// The retry condition of `rtrs_clt_get_permit` (WAIT).
+///
+/// # Safety
+///
+/// `ctx` is a live `GetCtx`, used by this thread only.
+unsafe extern "C" fn try_get_permit(ctx: *mut c_void) -> bool {
+    // SAFETY: By the function's contract.
+    let c = unsafe { &mut *ctx.cast::<GetCtx<'_>>() };
+    match c.permits.try_get(c.con_type) {
+        Some(p) => {
+            c.got = p;
+            true
+        }
+        None => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The exported API (prototypes in rtrs.h; exported by rtrs_export.c)
+// ---------------------------------------------------------------------------
+
+fn err_ptr<T>(e: Error) -> *mut T {
+    let v = isize::try_from(e.to_errno()).unwrap_or(-22);
+    core::ptr::without_provenance_mut(v as usize)
+}
+
+/// `rtrs_clt_open`.
+///
+/// # Safety
+///
+/// Arguments as rtrs.h documents them: `ops` and `pathname` valid, `paths`
+/// an array of `path_cnt` entries.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_open(
+    ops: *mut RtrsCltOps,
+    pathname: *const c_char,
+    paths: *const RtrsAddr,
+    path_cnt: usize,
+    _port: u16,
+    pdu_sz: usize,
+    _reconnect_delay_sec: u8,
+    _max_reconnect_attempts: i16,
+    nr_poll_queues: u32,
+) -> *mut Sess {
+    if ops.is_null() || pathname.is_null() || (paths.is_null() && path_cnt > 0) {
+        return err_ptr(EINVAL);
+    }
+    // SAFETY: `pathname` is a NUL-terminated string (contract).
+    let name = unsafe { CStr::from_char_ptr(pathname) };
+    let paths: &[RtrsAddr] = if path_cnt == 0 {
+        &[]
+    } else {
+        // SAFETY: `paths` has `path_cnt` entries (contract).
+        unsafe { core::slice::from_raw_parts(paths, path_cnt) }
+    };
+    match Sess::open(name, paths, pdu_sz, nr_poll_queues) {
+        Ok(s) => {
+            pr_info!(
+                "{}: session opened: paths={} queue_depth={} max_io_size={} max_segments={}\n",
+                name,
+                paths.len(),
+                s.queue_depth,
+                s.max_io_size,
+                s.max_segments
+            );
+            KBox::into_raw(s)
+        }
+        Err(e) => {
+            pr_err!(
+                "{}: rtrs_clt_open failed: {}\n",
+                BStr::from_bytes(name.as_bytes()),
+                e.to_errno()
+            );
+            err_ptr(e)
+        }
+    }
+}
+
+/// `rtrs_clt_close`: waits for every permit, then frees the session.
+///
+/// # Safety
+///
+/// `clt` came from `rtrs_clt_open` and is not used afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_close(clt: *mut Sess) {
+    if clt.is_null() {
+        return;
+    }
+    // SAFETY: By the function's contract.
+    let s = unsafe { KBox::from_raw(clt) };
+    s.close();
+}
+
+/// `rtrs_clt_get_permit`.
+///
+/// # Safety
+///
+/// `clt` is an open session. May sleep if `can_wait` is RTRS_PERMIT_WAIT.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_get_permit(
+    clt: *mut Sess,
+    con_type: c_int,
+    can_wait: c_int,
+) -> *mut RtrsPermit {
+    // SAFETY: By the function's contract.
+    let Some(s) = (unsafe { clt.as_ref() }) else {
+        return core::ptr::null_mut();
+    };
+    let ct = u32::try_from(con_type).unwrap_or(0);
+    if let Some(p) = s.permits.try_get(ct) {
+        return p;
+    }
+    if can_wait == 0 {
+        return core::ptr::null_mut();
+    }
+    let mut ctx = GetCtx {
+        permits: &s.permits,
+        con_type: ct,
+        got: core::ptr::null_mut(),
+    };
+    let ctxp: *mut GetCtx<'_> = &mut ctx;
+    s.permits.wait(try_get_permit, ctxp.cast());
+    ctx.got
+}
+
+/// `rtrs_clt_put_permit`: frees the permit and wakes a waiter.
+///
+/// # Safety
+///
+/// `clt` is an open session; `permit` came from it.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_put_permit(clt: *mut Sess, permit: *mut RtrsPermit) {
+    // SAFETY: By the function's contract.
+    let Some(s) = (unsafe { clt.as_ref() }) else {
+        return;
+    };
+    let Some((word, mask)) = s.permits.index_of(permit).and_then(|i| s.permits.bit(i)) else {
+        pr_warn!("{}: put of a foreign permit\n", &*s.sessname);
+        return;
+    };
+    if word.load(Ordering::Relaxed) & mask == 0 {
+        pr_warn!("{}: put of a free permit\n", &*s.sessname);
+        return;
+    }
+    word.fetch_and(!mask, Ordering::Release);
+    s.permits.wake();
+}
+
+/// `rtrs_clt_request`: 0 if the request was posted (its `conf_fn` will be
+/// called once), else the errno (and `conf_fn` is never called).
+///
+/// # Safety
+///
+/// As rtrs.h: valid session, ops, permit, `nr` kvecs, `sg_cnt` entries.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_request(
+    dir: c_int,
+    ops: *mut RtrsCltReqOps,
+    clt: *mut Sess,
+    permit: *mut RtrsPermit,
+    vec: *const Kvec,
+    nr: usize,
+    data_len: usize,
+    sg: *mut bindings::scatterlist,
+    sg_cnt: u32,
+) -> c_int {
+    // SAFETY: By the function's contract.
+    let (Some(s), Some(ops), Some(permit)) =
+        (unsafe { clt.as_ref() }, unsafe { ops.as_ref() }, unsafe {
+            permit.as_ref()
+        })
+    else {
+        return EINVAL.to_errno();
+    };
+    if s.permits.index_of(permit).is_none() {
+        return EINVAL.to_errno();
+    }
+    let usr: &[Kvec] = if nr == 0 || vec.is_null() {
+        &[]
+    } else {
+        // SAFETY: `vec` has `nr` entries (contract).
+        unsafe { core::slice::from_raw_parts(vec, nr) }
+    };
+    // READ is 0 in the kernel.
+    match s.request(dir == 0, ops, permit, usr, data_len, sg, sg_cnt) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `rtrs_clt_rdma_cq_direct`: there are no poll queues yet (open ignores
+/// `nr_poll_queues`), so nothing is polled.
+///
+/// # Safety
+///
+/// `clt` is an open session.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(_clt: *mut Sess, _index: u32) -> c_int {
+    0
+}
+
+/// `rtrs_clt_query`.
+///
+/// # Safety
+///
+/// `clt` is an open session, `attr` writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_query(clt: *mut Sess, attr: *mut RtrsAttrs) -> c_int {
+    // SAFETY: By the function's contract.
+    let (Some(s), Some(attr)) = (unsafe { clt.as_ref() }, unsafe { attr.as_mut() }) else {
+        return EINVAL.to_errno();
+    };
+    if !s.is_connected() {
+        return neg(kernel::bindings::ECOMM).to_errno();
+    }
+    attr.queue_depth = s.queue_depth;
+    attr.max_segments = s.max_segments;
+    let seg = s.max_segments.saturating_mul(4096);
+    // min_t(int, ...) of C.
+    attr.max_io_size = core::cmp::min(
+        i32::try_from(s.max_io_size).unwrap_or(i32::MAX),
+        i32::try_from(seg).unwrap_or(i32::MAX),
+    )
+    .max(0) as u32;
+    0
+}
