@@ -6,8 +6,11 @@ tap_plan 9
 
 tap_check "rtrs-client-rs.ko is built" test -f "$RS_KO"
 tap_check "module name is rtrs_client_rs" sh -c "[ \"\$(modinfo -F name '$RS_KO')\" = rtrs_client_rs ]"
-tap_check "module exports no rtrs_clt_* symbol yet" \
-	sh -c "! grep -q 'rtrs_clt_' '$RTRS_REPO/Module.symvers'"
+# Exactly the seven API symbols rnbd-client imports, as plain EXPORT_SYMBOL
+# with no namespace (6.12's rnbd imports none), and none of rtrs-core's.
+exports=$(awk -F'\t' '{print $2" "$4" ns="$5}' "$RTRS_REPO/Module.symvers" | sort | tr '\n' ';')
+want="rtrs_clt_close EXPORT_SYMBOL ns=;rtrs_clt_get_permit EXPORT_SYMBOL ns=;rtrs_clt_open EXPORT_SYMBOL ns=;rtrs_clt_put_permit EXPORT_SYMBOL ns=;rtrs_clt_query EXPORT_SYMBOL ns=;rtrs_clt_rdma_cq_direct EXPORT_SYMBOL ns=;rtrs_clt_request EXPORT_SYMBOL ns=;"
+if [ "$exports" = "$want" ]; then tap_ok "exports exactly the 7 rtrs_clt_* symbols, EXPORT_SYMBOL, no namespace"; else tap_not_ok "exports exactly the 7 rtrs_clt_* symbols, EXPORT_SYMBOL, no namespace"; diag "got: $exports"; fi
 
 fails=0 seen=0
 for i in $(seq 1 20); do
