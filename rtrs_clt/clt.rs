@@ -128,6 +128,9 @@ pub(crate) struct PathInner {
     hca_port: u32,
     /// `max_pages_per_mr` (query_fast_reg_mode).
     max_pages_per_mr: u32,
+    /// The source address cid 0's route resolved to, recorded when it is
+    /// established as C does (`s.src_addr`); names the path in sysfs.
+    resolved_src: Option<bindings::__kernel_sockaddr_storage>,
 }
 
 /// The part of a path that CM handlers and CQ callbacks reach.
@@ -229,7 +232,13 @@ impl PathShared {
         unsafe { p.as_ref() }
     }
 
-    /// `(src_addr, dst_addr)`.
+    /// The path's source address: the one cid 0's route resolved to once it
+    /// is established, else the one given (zeros when none was).
+    pub(crate) fn src_addr(&self) -> bindings::__kernel_sockaddr_storage {
+        self.inner.lock().resolved_src.unwrap_or(self.src_addr)
+    }
+
+    /// `(src_addr, dst_addr)`, as given to connect.
     pub(crate) fn addrs(
         &self,
     ) -> (
@@ -558,6 +567,7 @@ impl Con {
         path.new_rkey.store(params.new_rkey(), Ordering::Release);
         pinner.params = Some(params);
         pinner.hca_port = id.port_num();
+        pinner.resolved_src = Some(id.src_addr());
         Ok(())
     }
 

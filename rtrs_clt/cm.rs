@@ -55,6 +55,13 @@ impl CmIdRef<'_> {
         unsafe { (*self.id.as_ptr()).port_num }
     }
 
+    /// The source address the route resolved to (`cm_id->route.addr.src_addr`).
+    pub(crate) fn src_addr(&self) -> bindings::__kernel_sockaddr_storage {
+        // SAFETY: By the type invariant the id is live; the address is plain
+        // data, written by rdma_cm before it delivers ESTABLISHED.
+        unsafe { (*self.id.as_ptr()).route.addr.src_addr }
+    }
+
     /// `rdma_resolve_route(id, timeout_ms)`.
     pub(crate) fn resolve_route(&self, timeout_ms: u32) -> Result {
         // SAFETY: By the type invariant the id is live.

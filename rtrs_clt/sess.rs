@@ -505,11 +505,13 @@ impl Sess {
             pr_err!("{}: alloc_path_reqs(), err: {:?}\n", sessname, e);
         })?;
         path.start_hb(g.wq)?;
-        let (s, d) = path.shared().addrs();
+        // The directory is named "src@dst" with the resolved source, as in C.
+        let s = path.shared().src_addr();
+        let (_, d) = path.shared().addrs();
         let mut name = [0u8; NAME_MAX];
         let len = sysfs_fmt::rtrs_addr_to_str(
             &mut name,
-            to_rtrs_sockaddr(s).as_ref(),
+            to_rtrs_sockaddr(&s).as_ref(),
             to_rtrs_sockaddr(d).as_ref(),
         );
         let name =

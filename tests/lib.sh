@@ -93,7 +93,7 @@ fio_verify() {
 	local dev=$1 bs=$2 size=$3; shift 3
 	fio --name="verify-$bs" --filename="$dev" --direct=1 --ioengine=libaio \
 		--iodepth=16 --rw=randwrite --bs="$bs" --size="$size" \
-		--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
 		--output-format=terse --terse-version=3 "$@"
 }
 

@@ -3,7 +3,7 @@
 # server sees the session, 100 cycles without a leak or splat; rmmod while
 # mapped is refused.
 . "$(dirname "$0")/../lib.sh"
-PLAN=8
+PLAN=9
 skip_all_unless_api $PLAN
 tap_plan $PLAN
 
@@ -15,6 +15,9 @@ tap_check "rnbd-client is bound to rtrs_client_rs" sh -c 'grep "^rtrs_client_rs 
 dev=$(map_rnbd s1 /dev/ram0)
 if [ -b "$dev" ]; then tap_ok "map_device gives $dev"; else tap_not_ok "map_device"; diag "$(dmesg | tail -20)"; fi
 tap_check "server and client sysfs show the session" sh -c "[ -d $srv/s1 ] && [ -d /sys/class/rtrs-client/s1 ]"
+# As in C, the path directory is "src@dst" with the source the route resolved to.
+tap_check "path directory is named with the resolved source: ip:$SRV_ADDR@ip:$SRV_ADDR" \
+	test -d "/sys/class/rtrs-client/s1/paths/ip:$SRV_ADDR@ip:$SRV_ADDR"
 if rmmod rtrs_client_rs 2>/dev/null; then tap_not_ok "rmmod while mapped is refused"; else tap_ok "rmmod while mapped is refused"; fi
 unmap_rnbd s1
 

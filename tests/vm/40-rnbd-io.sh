@@ -30,7 +30,7 @@ run_matrix() {
 				for rw in randwrite randrw; do
 					out=$(fio --name=v --filename="$dev" --direct=1 --ioengine=libaio \
 						--iodepth=$qd --numjobs=$nj --rw=$rw --bs=$b --size=1M \
-						--offset_increment=1M --verify=crc32c --do_verify=1 --verify_fatal=1 \
+						--offset_increment=1M --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
 						--randrepeat=0 --group_reporting --output-format=json 2>&1)
 					if [ $? -eq 0 ]; then
 						tap_ok "[inval=$inval] fio $rw bs=$bs iodepth=$qd numjobs=$nj"
