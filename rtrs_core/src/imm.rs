@@ -350,17 +350,7 @@ mod tests {
     // and printing the results (probe kept outside the repository); the
     // worked examples are the digest's (section 2.4).
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn layout(qd: u32, chunk: u32) -> RtrsChunkLayout {
         RtrsChunkLayout::new(qd, chunk).unwrap()

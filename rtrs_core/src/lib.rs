@@ -17,3 +17,6 @@ pub mod path_state;
 pub mod policy;
 pub mod proto;
 pub mod sysfs_fmt;
+
+#[cfg(test)]
+mod test_rng;

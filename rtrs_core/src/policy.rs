@@ -425,20 +425,7 @@ mod tests {
         PathView::new(state, 0, 0)
     }
 
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// Collects a whole walk of `PathIt`.
     fn walk(
@@ -743,21 +730,21 @@ mod tests {
 
     #[test]
     fn failover_visits_each_connected_path_at_most_once() {
-        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         for round in 0..500 {
-            let n = 1 + rng.below(MAX_PATHS);
+            let n = 1 + rng.index(MAX_PATHS);
             let paths: Vec<_> = (0..n)
                 .map(|_| {
-                    let s = RtrsCltState::ALL[rng.below(7)];
-                    PathView::new(s, rng.below(5) as i32, rng.below(4) as i64)
+                    let s = RtrsCltState::ALL[rng.index(7)];
+                    PathView::new(s, rng.index(5) as i32, rng.index(4) as i64)
                 })
                 .collect();
             let connected = paths.iter().filter(|p| p.is_connected()).count();
-            let policy = MpPolicy::ALL[rng.below(3)];
-            let mut cur = if rng.below(2) == 0 {
+            let policy = MpPolicy::ALL[rng.index(3)];
+            let mut cur = if rng.index(2) == 0 {
                 None
             } else {
-                Some(rng.below(n + 2))
+                Some(rng.index(n + 2))
             };
             let mut seen = vec![0u32; n];
             let r = failover_req(policy, &paths, n, &mut cur, |p| {
@@ -841,7 +828,7 @@ mod tests {
         const NPATHS: usize = 4;
         const QD: usize = 32;
         for seed in 1..=20u64 {
-            let mut rng = XorShift(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
+            let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
             let mut states = [Connected; NPATHS];
             let mut inflight = [0i32; NPATHS];
             let mut lat = [0i64; NPATHS];
@@ -862,8 +849,8 @@ mod tests {
                 };
 
             for _step in 0..5000 {
-                match rng.below(10) {
-                    0 => policy = MpPolicy::ALL[rng.below(3)],
+                match rng.index(10) {
+                    0 => policy = MpPolicy::ALL[rng.index(3)],
                     1..=4 => {
                         // Submit into a free slot, with random post failures.
                         let Some(slot) = slot_path.iter().position(|s| s.is_none()) else {
@@ -890,7 +877,7 @@ mod tests {
                     }
                     5..=7 => {
                         // Complete a random in-flight request.
-                        let slot = rng.below(QD);
+                        let slot = rng.index(QD);
                         if let Some(p) = slot_path[slot].take() {
                             if acct[slot].uncount() {
                                 inflight[p] -= 1;
@@ -899,7 +886,7 @@ mod tests {
                     }
                     8 => {
                         // A path fails: its requests fail over.
-                        let f = rng.below(NPATHS);
+                        let f = rng.index(NPATHS);
                         if rdma_error_recovery_like(&mut states[f]) {
                             for slot in 0..QD {
                                 if slot_path[slot] != Some(f) {
@@ -927,9 +914,9 @@ mod tests {
                     }
                     _ => {
                         // A path comes back, with a new latency sample.
-                        let p = rng.below(NPATHS);
+                        let p = rng.index(NPATHS);
                         states[p] = Connected;
-                        lat[p] = rng.below(1000) as i64;
+                        lat[p] = rng.index(1000) as i64;
                     }
                 }
                 // Invariant: inflight == counted requests on each path.

@@ -1477,26 +1477,7 @@ mod tests {
         ("reserved", 20),
     ];
 
-    /// Deterministic xorshift64 for fuzz-like loops.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn fill(&mut self, buf: &mut [u8]) {
-            for b in buf {
-                *b = self.next() as u8;
-            }
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn uuid(seed: u8) -> [u8; 16] {
         core::array::from_fn(|i| seed.wrapping_add(i as u8))
