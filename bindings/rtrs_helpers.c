@@ -107,6 +107,11 @@ void rtrs_rs_reinit_completion(struct completion *x)
 	reinit_completion(x);
 }
 
+unsigned int rtrs_rs_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
 unsigned int rtrs_rs_num_online_cpus(void)
 {
 	return num_online_cpus();

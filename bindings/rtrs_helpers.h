@@ -59,6 +59,8 @@ void rtrs_rs_reinit_completion(struct completion *x);
 
 /* Number of online CPUs (num_online_cpus() is inline). */
 unsigned int rtrs_rs_num_online_cpus(void);
+/* nr_cpu_ids (a macro on some configurations). */
+unsigned int rtrs_rs_nr_cpu_ids(void);
 
 /* Permit wait queue (wait_queue_head_t is embedded in C; here it is boxed). */
 struct wait_queue_head;

@@ -16,7 +16,9 @@
 
 use core::pin::Pin;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU8, Ordering,
+};
 
 use kernel::error::Error;
 use kernel::fmt;
@@ -29,7 +31,7 @@ use kernel::types::Opaque;
 use crate::bindings;
 use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
 use crate::io::{fast_reg_done, IoCtx, RdmaCounters};
-use crate::misc::{num_online_cpus, uuid_gen};
+use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
 use crate::rtrs_core::proto::{
     RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgInfoReq, RtrsMsgInfoRsp, RtrsMsgRkeyRsp, RtrsPathParams,
@@ -329,6 +331,13 @@ pub(crate) struct Con {
     /// The QP (`c.qp`), for posting from atomic context without
     /// `con_mutex`; null before creation and from teardown on.
     qp_raw: AtomicPtr<bindings::ib_qp>,
+    /// The IB_POLL_DIRECT CQ of a poll connection, for
+    /// `rtrs_clt_rdma_cq_direct`; null otherwise and from teardown on.
+    cq_direct: AtomicPtr<bindings::ib_cq>,
+    /// Held while a caller polls `cq_direct`: polls of one CQ never run
+    /// concurrently, and teardown waits for a running poll (see
+    /// `stop_direct_poll`).
+    poll_busy: AtomicBool,
     #[pin]
     con_mutex: Mutex<ConInner>,
 }
@@ -367,8 +376,41 @@ impl Con {
             io_comp_cqe: Opaque::new(bindings::ib_cqe { done: Some(io_comp_done) }),
             fast_reg_cqe: Opaque::new(bindings::ib_cqe { done: Some(fast_reg_done) }),
             qp_raw: AtomicPtr::new(core::ptr::null_mut()),
+            cq_direct: AtomicPtr::new(core::ptr::null_mut()),
+            poll_busy: AtomicBool::new(false),
             con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
         }? Error)
+    }
+
+    /// `ib_process_cq_direct(con->cq, -1)` of a poll connection: the number
+    /// of completions processed, 0 if this is not a poll connection, it is
+    /// being torn down, or another caller is polling it right now.
+    pub(crate) fn poll_direct(&self) -> i32 {
+        if self.poll_busy.swap(true, Ordering::SeqCst) {
+            return 0;
+        }
+        let cq = self.cq_direct.load(Ordering::SeqCst);
+        let n = if cq.is_null() {
+            0
+        } else {
+            // SAFETY: A non-null `cq_direct` is our live IB_POLL_DIRECT CQ:
+            // `stop_direct_poll` clears it and waits for `poll_busy` before
+            // the CQ is drained or freed, and we hold `poll_busy`.
+            unsafe { bindings::ib_process_cq_direct(cq, -1) }
+        };
+        self.poll_busy.store(false, Ordering::SeqCst);
+        n
+    }
+
+    /// Ends `poll_direct` on this connection: later polls see no CQ, and a
+    /// running one has finished when this returns. Process context.
+    fn stop_direct_poll(&self) {
+        // SeqCst on both sides: either the poller sees null, or we see it busy.
+        self.cq_direct
+            .store(core::ptr::null_mut(), Ordering::SeqCst);
+        while self.poll_busy.load(Ordering::SeqCst) {
+            core::hint::spin_loop();
+        }
     }
 
     pub(crate) fn path(&self) -> &PathShared {
@@ -506,6 +548,9 @@ impl Con {
         let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
             .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
         self.qp_raw.store(qp.as_ptr(), Ordering::Release);
+        if matches!(cq, Cq::Own { .. }) {
+            self.cq_direct.store(cq.as_ptr(), Ordering::SeqCst);
+        }
         inner.cq = Some(cq);
         inner.qp = Some(qp);
         Ok(())
@@ -705,7 +750,11 @@ impl Con {
         };
         let len = usize::try_from(wc.byte_len).unwrap_or(usize::MAX);
         if len < RtrsMsgRkeyRsp::SIZE {
-            pr_err!("{}: rkey response is malformed: size {}\n", self.sess(), wc.byte_len);
+            pr_err!(
+                "{}: rkey response is malformed: size {}\n",
+                self.sess(),
+                wc.byte_len
+            );
             path.error_recovery();
             return;
         }
@@ -1021,9 +1070,12 @@ struct ConSlot {
 
 impl Drop for ConSlot {
     fn drop(&mut self) {
+        self.con.stop_direct_poll();
         let mut inner = self.con.con_mutex.lock();
         inner.destroyed = true;
-        self.con.qp_raw.store(core::ptr::null_mut(), Ordering::Release);
+        self.con
+            .qp_raw
+            .store(core::ptr::null_mut(), Ordering::Release);
         inner.destroy_con_cq_qp();
     }
 }
@@ -1088,11 +1140,12 @@ impl Path {
         dst: &bindings::__kernel_sockaddr_storage,
     ) -> Result<Self> {
         let src = bindings::__kernel_sockaddr_storage::default();
-        Self::connect_ex(pool, sessname, &src, dst, uuid_gen(), true)
+        Self::connect_ex(pool, sessname, &src, dst, uuid_gen(), true, 0)
     }
 
     /// `connect` for a session's path: its source address (zeros for any),
-    /// the session's `paths_uuid`, and `for_new_clt` (first path only).
+    /// the session's `paths_uuid`, `for_new_clt` (first path only), and the
+    /// number of poll connections (IB_POLL_DIRECT CQs) after the IRQ ones.
     pub(crate) fn connect_ex(
         pool: &Arc<DevPool>,
         sessname: &CStr,
@@ -1100,11 +1153,16 @@ impl Path {
         dst: &bindings::__kernel_sockaddr_storage,
         paths_uuid: [u8; 16],
         for_new_clt: bool,
+        nr_poll_queues: u32,
     ) -> Result<Self> {
-        let cpus = num_online_cpus();
-        let irq_con_num = u16::try_from(cpus)
+        // alloc_path: one admin connection, one per CPU id, then the poll ones.
+        let irq_con_num = u16::try_from(nr_cpu_ids())
             .ok()
             .and_then(|n| n.checked_add(1))
+            .ok_or(EINVAL)?;
+        let con_num = u16::try_from(nr_poll_queues)
+            .ok()
+            .and_then(|n| n.checked_add(irq_con_num))
             .ok_or(EINVAL)?;
         let shared = KBox::pin_init(
             try_pin_init!(PathShared {
@@ -1113,7 +1171,7 @@ impl Path {
                 paths_uuid,
                 dst_addr: *dst,
                 src_addr: *src,
-                con_num: irq_con_num,
+                con_num,
                 irq_con_num,
                 recon_cnt: 1,
                 for_new_clt,
@@ -1444,8 +1502,9 @@ impl Path {
         shared.change_state(RtrsCltState::Closing);
         shared.all_disconnected.reinit();
         for slot in self.cons.iter() {
-            // stop_cm
+            // stop_cm; the core's drain polls a poll connection's CQ itself.
             slot.cm_id.disconnect();
+            slot.con.stop_direct_poll();
             let inner = slot.con.con_mutex.lock();
             if let Some(qp) = inner.qp.as_ref() {
                 qp.drain();

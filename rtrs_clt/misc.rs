@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Thin safe wrappers over small kernel services the 6.12 kernel crate
-//! does not cover: uuid generation, the online CPU count, address parsing.
+//! does not cover: uuid generation, nr_cpu_ids, address parsing.
 
 use kernel::error::to_result;
 use kernel::prelude::*;
@@ -16,10 +16,10 @@ pub(crate) fn uuid_gen() -> [u8; 16] {
     u.b
 }
 
-/// `num_online_cpus()`.
-pub(crate) fn num_online_cpus() -> u32 {
-    // SAFETY: No preconditions; reads the online CPU mask weight.
-    unsafe { bindings::rtrs_rs_num_online_cpus() }
+/// `nr_cpu_ids`.
+pub(crate) fn nr_cpu_ids() -> u32 {
+    // SAFETY: No preconditions; reads a variable fixed after boot.
+    unsafe { bindings::rtrs_rs_nr_cpu_ids() }
 }
 
 /// `inet_pton_with_scope(&init_net, AF_UNSPEC, addr, port, &ss)`: an IPv4 or

@@ -14,7 +14,7 @@
 //!   pool, CQs, QPs, DMA-mapped IUs and their completion trampoline);
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
 //! - `sync`: a `struct completion` wrapper;
-//! - `misc`: uuid_gen, num_online_cpus, inet_pton;
+//! - `misc`: uuid_gen, nr_cpu_ids, inet_pton;
 //! - `clt`: one path: connection set-up (init_conns, create_cm, the CM
 //!   handler, create_con_cq_qp, the INFO exchange), the CQ handler of IO
 //!   responses, the heartbeat, and teardown;

@@ -357,7 +357,8 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_stats_rdma_show(
     // SAFETY: By the function's contract.
     let path = unsafe { &*path.cast::<crate::clt::PathShared>() };
     // SAFETY: sysfs passes a PAGE_SIZE buffer.
-    let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let page =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
     let st = path.rdma.snapshot();
     isize::try_from(sysfs_fmt::rtrs_clt_stats_rdma_to_str(page, &st)).unwrap_or(0)
 }
@@ -430,13 +431,6 @@ impl Sess {
             return Err(EINVAL);
         }
         let g = globals().ok_or(ENODEV)?;
-        if nr_poll_queues > 0 {
-            pr_warn!(
-                "{}: nr_poll_queues={} ignored: poll queues are not implemented\n",
-                pathname,
-                nr_poll_queues
-            );
-        }
         let sessname = CString::try_from_fmt(fmt!("{}", pathname))?;
         // SAFETY: The class lives as long as the module; the name is a C string.
         let dev = from_err_ptr(unsafe {
@@ -450,16 +444,18 @@ impl Sess {
         let mut max_segments = RTRS_MAX_SEGMENTS;
         let mut res = Ok(());
         for (i, a) in paths.iter().enumerate() {
-            let r = Self::open_path(g, &sessname, &dev, a, paths_uuid, i == 0).and_then(|sp| {
-                let info = sp.path.info().ok_or(EINVAL)?;
-                queue_depth = info.queue_depth;
-                if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size) {
-                    max_io_size = info.max_io_size;
-                }
-                max_segments = max_segments.min(info.max_pages_per_mr);
-                sps.push(sp, GFP_KERNEL)?;
-                Ok(())
-            });
+            let r = Self::open_path(g, &sessname, &dev, a, paths_uuid, i == 0, nr_poll_queues)
+                .and_then(|sp| {
+                    let info = sp.path.info().ok_or(EINVAL)?;
+                    queue_depth = info.queue_depth;
+                    if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size)
+                    {
+                        max_io_size = info.max_io_size;
+                    }
+                    max_segments = max_segments.min(info.max_pages_per_mr);
+                    sps.push(sp, GFP_KERNEL)?;
+                    Ok(())
+                });
             if let Err(e) = r {
                 res = Err(e);
                 break;
@@ -495,12 +491,21 @@ impl Sess {
         a: &RtrsAddr,
         paths_uuid: [u8; 16],
         first: bool,
+        nr_poll_queues: u32,
     ) -> Result<SessPath> {
         // SAFETY: rnbd passes valid sockaddr_storage pointers (src optional).
         let dst = unsafe { a.dst.as_ref() }.ok_or(EINVAL)?;
         // SAFETY: As above.
         let src = unsafe { a.src.as_ref() }.copied().unwrap_or_default();
-        let mut path = Path::connect_ex(&g.pool, sessname, &src, dst, paths_uuid, first)?;
+        let mut path = Path::connect_ex(
+            &g.pool,
+            sessname,
+            &src,
+            dst,
+            paths_uuid,
+            first,
+            nr_poll_queues,
+        )?;
         path.alloc_reqs().inspect_err(|e| {
             pr_err!("{}: alloc_path_reqs(), err: {:?}\n", sessname, e);
         })?;
@@ -853,15 +858,35 @@ pub(crate) unsafe extern "C" fn rtrs_clt_request(
     }
 }
 
-/// `rtrs_clt_rdma_cq_direct`: there are no poll queues yet (open ignores
-/// `nr_poll_queues`), so nothing is polled.
+/// `rtrs_clt_rdma_cq_direct`: polls connection `index + 1` (rnbd's poll
+/// hctx `queue_num`) of the connected paths until one yields completions.
+/// -1 when no path is connected, so that the block layer stops polling.
 ///
 /// # Safety
 ///
 /// `clt` is an open session.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(_clt: *mut Sess, _index: u32) -> c_int {
-    0
+pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(clt: *mut Sess, index: u32) -> c_int {
+    // SAFETY: By the function's contract.
+    let Some(s) = (unsafe { clt.as_ref() }) else {
+        return -1;
+    };
+    let mut cnt = -1;
+    let Some(cid) = usize::try_from(index).ok().and_then(|i| i.checked_add(1)) else {
+        return cnt;
+    };
+    for sp in s.paths.iter() {
+        if sp.path.shared().state() != RtrsCltState::Connected {
+            continue;
+        }
+        // C indexes con[index + 1] unchecked; an index past the last
+        // connection polls nothing here.
+        cnt = sp.path.con(cid).map_or(0, |c| c.poll_direct());
+        if cnt != 0 {
+            break;
+        }
+    }
+    cnt
 }
 
 /// `rtrs_clt_query`.

@@ -85,6 +85,11 @@ unmap_rnbd() {
 		[ "$(cat "$b/rnbd/session")" = "$1" ] || continue
 		echo normal > "$b/rnbd/unmap_device" || rc=1
 	done
+	# rnbd puts its session (and calls rtrs_clt_close) from the close
+	# message's completion work on system_wq, after unmap_device returned;
+	# rmmod rnbd_client before that finishes trips rnbd's own WARN in
+	# rnbd_client_exit and frees the code the work runs. Wait for it.
+	wait_for 60 sh -c "[ ! -e /sys/class/rtrs-client/$1 ]" || rc=1
 	return $rc
 }
 
