@@ -7,6 +7,7 @@
 #include <linux/cpumask.h>
 #include <linux/device.h>
 #include <linux/inet.h>
+#include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -105,6 +106,26 @@ void rtrs_rs_init_completion(struct completion *x)
 void rtrs_rs_reinit_completion(struct completion *x)
 {
 	reinit_completion(x);
+}
+
+void *rtrs_rs_alloc_percpu(size_t size, size_t align)
+{
+	return (void __force *)__alloc_percpu(size, align);
+}
+
+void rtrs_rs_free_percpu(void *p)
+{
+	free_percpu((void __percpu __force *)p);
+}
+
+void *rtrs_rs_per_cpu_ptr(void *p, int cpu)
+{
+	return per_cpu_ptr((void __percpu __force *)p, cpu);
+}
+
+unsigned int rtrs_rs_next_possible_cpu(int prev)
+{
+	return cpumask_next(prev, cpu_possible_mask);
 }
 
 unsigned int rtrs_rs_nr_cpu_ids(void)

@@ -72,6 +72,13 @@ void rtrs_rs_waitq_wait(struct wait_queue_head *wq, bool (*cond)(void *ctx),
 /* wake_up() if someone sleeps (with the barrier of wq_has_sleeper). */
 void rtrs_rs_waitq_wake(struct wait_queue_head *wq);
 
+/* Per-CPU areas and possible CPUs (macros). */
+void *rtrs_rs_alloc_percpu(size_t size, size_t align);
+void rtrs_rs_free_percpu(void *p);
+void *rtrs_rs_per_cpu_ptr(void *p, int cpu);
+/* cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end. */
+unsigned int rtrs_rs_next_possible_cpu(int prev);
+
 /* raw_smp_processor_id() (a macro). */
 unsigned int rtrs_rs_raw_smp_processor_id(void);
 
@@ -121,12 +128,36 @@ struct rtrs_rs_path_kobj *rtrs_rs_path_kobj_create(struct rtrs_rs_sess_dev *sd,
 						   const char *name,
 						   const void *path);
 void rtrs_rs_path_kobj_destroy(struct rtrs_rs_path_kobj *pk);
-/* Implemented in Rust: the path "state" attribute. */
-ssize_t rtrs_rs_path_state_show(const void *path, char *buf);
-/* Implemented in Rust: the path "cur_latency" attribute. */
-ssize_t rtrs_rs_path_cur_latency_show(const void *path, char *buf);
-/* Implemented in Rust: the path "stats/rdma" attribute. */
-ssize_t rtrs_rs_path_stats_rdma_show(const void *path, char *buf);
+/* The session's own files (rtrs-clt-sysfs.c names). */
+enum rtrs_rs_sess_attr_id {
+	RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS,
+	RTRS_RS_SA_MPATH_POLICY,
+};
+/* Publishes the Rust session to the session files (NULL: -ENODEV). */
+void rtrs_rs_sess_dev_set_sess(struct rtrs_rs_sess_dev *sd, void *sess);
+/* Implemented in Rust: show and store of a session file. */
+ssize_t rtrs_rs_sess_attr_show(void *sess, int id, char *buf);
+ssize_t rtrs_rs_sess_attr_store(void *sess, int id, const char *buf,
+				size_t count);
+
+/* The files of a path directory and its stats/ (rtrs-clt-sysfs.c names). */
+enum rtrs_rs_path_attr_id {
+	RTRS_RS_PA_HCA_NAME,
+	RTRS_RS_PA_HCA_PORT,
+	RTRS_RS_PA_SRC_ADDR,
+	RTRS_RS_PA_DST_ADDR,
+	RTRS_RS_PA_STATE,
+	RTRS_RS_PA_CUR_LATENCY,
+	RTRS_RS_PA_CPU_MIGRATION_FROM,
+	RTRS_RS_PA_CPU_MIGRATION_TO,
+	RTRS_RS_PA_RECONNECTS,
+	RTRS_RS_PA_RDMA,
+	RTRS_RS_PA_RESET_ALL,
+};
+/* Implemented in Rust: show and store of a path file (store: stats only). */
+ssize_t rtrs_rs_path_attr_show(const void *path, int id, char *buf);
+ssize_t rtrs_rs_path_attr_store(const void *path, int id, const char *buf,
+				size_t count);
 
 /*
  * TEST ONLY (bindings/rtrs_debug.c): the debug_connect module parameter,

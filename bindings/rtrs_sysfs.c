@@ -2,7 +2,8 @@
 /*
  * Driver-core plumbing of /sys/class/rtrs-client/<sessname>/paths/<src@dst>/:
  * the session device (freed by its release callback) and one kobject per
- * path. Attribute contents come from Rust (rtrs_rs_path_state_show).
+ * path. Attribute contents come from Rust (rtrs_rs_path_attr_show/_store,
+ * rtrs_rs_sess_attr_show/_store).
  */
 #include <linux/device.h>
 #include <linux/err.h>
@@ -15,6 +16,8 @@
 struct rtrs_rs_sess_dev {
 	struct device dev;
 	struct kobject *paths;
+	/* The Rust session, set once open has built it; NULL before. */
+	void *sess;
 };
 
 struct rtrs_rs_path_kobj {
@@ -22,6 +25,61 @@ struct rtrs_rs_path_kobj {
 	struct kobject *stats;
 	const void *path;
 };
+
+struct rtrs_rs_sess_attr {
+	struct device_attribute dattr;
+	int id;
+};
+
+static ssize_t rtrs_rs_sess_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	struct rtrs_rs_sess_dev *sd =
+		container_of(dev, struct rtrs_rs_sess_dev, dev);
+	void *sess = READ_ONCE(sd->sess);
+
+	if (!sess)
+		return -ENODEV;
+	return rtrs_rs_sess_attr_show(sess,
+		container_of(attr, struct rtrs_rs_sess_attr, dattr)->id, buf);
+}
+
+static ssize_t rtrs_rs_sess_store(struct device *dev,
+				  struct device_attribute *attr,
+				  const char *buf, size_t count)
+{
+	struct rtrs_rs_sess_dev *sd =
+		container_of(dev, struct rtrs_rs_sess_dev, dev);
+	void *sess = READ_ONCE(sd->sess);
+
+	if (!sess)
+		return -ENODEV;
+	return rtrs_rs_sess_attr_store(sess,
+		container_of(attr, struct rtrs_rs_sess_attr, dattr)->id,
+		buf, count);
+}
+
+#define RS_SESS_ATTR_RW(_name, _id)					\
+static struct rtrs_rs_sess_attr rtrs_rs_sa_##_name = {			\
+	.dattr = __ATTR(_name, 0644, rtrs_rs_sess_show,		\
+			rtrs_rs_sess_store),				\
+	.id = _id,							\
+}
+
+RS_SESS_ATTR_RW(max_reconnect_attempts, RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS);
+RS_SESS_ATTR_RW(mpath_policy, RTRS_RS_SA_MPATH_POLICY);
+
+static struct attribute *rtrs_rs_sess_attrs[] = {
+	&rtrs_rs_sa_max_reconnect_attempts.dattr.attr,
+	&rtrs_rs_sa_mpath_policy.dattr.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(rtrs_rs_sess);
+
+void rtrs_rs_sess_dev_set_sess(struct rtrs_rs_sess_dev *sd, void *sess)
+{
+	WRITE_ONCE(sd->sess, sess);
+}
 
 static void rtrs_rs_sess_dev_release(struct device *dev)
 {
@@ -39,6 +97,7 @@ struct rtrs_rs_sess_dev *rtrs_rs_sess_dev_create(struct class *cls,
 		return ERR_PTR(-ENOMEM);
 	sd->dev.class = cls;
 	sd->dev.release = rtrs_rs_sess_dev_release;
+	sd->dev.groups = rtrs_rs_sess_groups;
 	device_initialize(&sd->dev);
 	err = dev_set_name(&sd->dev, "%s", name);
 	if (err)
@@ -68,45 +127,93 @@ void rtrs_rs_sess_dev_destroy(struct rtrs_rs_sess_dev *sd)
 	device_unregister(&sd->dev);
 }
 
-static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
-			  char *buf)
+/*
+ * Every attribute dispatches to Rust with its id (enum rtrs_rs_path_attr_id
+ * or rtrs_rs_sess_attr_id); names and modes are those of rtrs-clt-sysfs.c.
+ */
+struct rtrs_rs_path_attr {
+	struct kobj_attribute kattr;
+	int id;
+};
+
+static ssize_t rtrs_rs_path_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
 {
 	struct rtrs_rs_path_kobj *pk =
 		container_of(kobj, struct rtrs_rs_path_kobj, kobj);
 
-	return rtrs_rs_path_state_show(pk->path, buf);
+	return rtrs_rs_path_attr_show(pk->path,
+		container_of(attr, struct rtrs_rs_path_attr, kattr)->id, buf);
 }
 
-static ssize_t cur_latency_show(struct kobject *kobj,
-				struct kobj_attribute *attr, char *buf)
+/* paths/<name>/stats/<file>: the stats kobject's parent is the path's. */
+static ssize_t rtrs_rs_stats_show(struct kobject *kobj,
+				  struct kobj_attribute *attr, char *buf)
 {
-	struct rtrs_rs_path_kobj *pk =
-		container_of(kobj, struct rtrs_rs_path_kobj, kobj);
-
-	return rtrs_rs_path_cur_latency_show(pk->path, buf);
+	return rtrs_rs_path_show(kobj->parent, attr, buf);
 }
 
-/* paths/<name>/stats/rdma: the stats kobject's parent is the path's. */
-static ssize_t rdma_show(struct kobject *kobj, struct kobj_attribute *attr,
-			 char *buf)
+static ssize_t rtrs_rs_stats_store(struct kobject *kobj,
+				   struct kobj_attribute *attr,
+				   const char *buf, size_t count)
 {
 	struct rtrs_rs_path_kobj *pk =
 		container_of(kobj->parent, struct rtrs_rs_path_kobj, kobj);
 
-	return rtrs_rs_path_stats_rdma_show(pk->path, buf);
+	return rtrs_rs_path_attr_store(pk->path,
+		container_of(attr, struct rtrs_rs_path_attr, kattr)->id,
+		buf, count);
 }
 
-static struct kobj_attribute rtrs_rs_rdma_attr = __ATTR_RO(rdma);
+#define RS_PATH_ATTR_RO(_name, _id)					\
+static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
+	.kattr = __ATTR(_name, 0444, rtrs_rs_path_show, NULL),		\
+	.id = _id,							\
+}
 
-static struct kobj_attribute rtrs_rs_state_attr = __ATTR_RO(state);
-static struct kobj_attribute rtrs_rs_cur_latency_attr = __ATTR_RO(cur_latency);
+#define RS_STATS_ATTR(_name, _id)					\
+static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
+	.kattr = __ATTR(_name, 0644, rtrs_rs_stats_show,		\
+			rtrs_rs_stats_store),				\
+	.id = _id,							\
+}
+
+RS_PATH_ATTR_RO(hca_name, RTRS_RS_PA_HCA_NAME);
+RS_PATH_ATTR_RO(hca_port, RTRS_RS_PA_HCA_PORT);
+RS_PATH_ATTR_RO(src_addr, RTRS_RS_PA_SRC_ADDR);
+RS_PATH_ATTR_RO(dst_addr, RTRS_RS_PA_DST_ADDR);
+RS_PATH_ATTR_RO(state, RTRS_RS_PA_STATE);
+RS_PATH_ATTR_RO(cur_latency, RTRS_RS_PA_CUR_LATENCY);
+
+RS_STATS_ATTR(cpu_migration_from, RTRS_RS_PA_CPU_MIGRATION_FROM);
+RS_STATS_ATTR(cpu_migration_to, RTRS_RS_PA_CPU_MIGRATION_TO);
+RS_STATS_ATTR(reconnects, RTRS_RS_PA_RECONNECTS);
+RS_STATS_ATTR(rdma, RTRS_RS_PA_RDMA);
+RS_STATS_ATTR(reset_all, RTRS_RS_PA_RESET_ALL);
 
 static struct attribute *rtrs_rs_path_attrs[] = {
-	&rtrs_rs_state_attr.attr,
-	&rtrs_rs_cur_latency_attr.attr,
+	&rtrs_rs_pa_hca_name.kattr.attr,
+	&rtrs_rs_pa_hca_port.kattr.attr,
+	&rtrs_rs_pa_src_addr.kattr.attr,
+	&rtrs_rs_pa_dst_addr.kattr.attr,
+	&rtrs_rs_pa_state.kattr.attr,
+	&rtrs_rs_pa_cur_latency.kattr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(rtrs_rs_path);
+
+static struct attribute *rtrs_rs_stats_attrs[] = {
+	&rtrs_rs_pa_cpu_migration_from.kattr.attr,
+	&rtrs_rs_pa_cpu_migration_to.kattr.attr,
+	&rtrs_rs_pa_reconnects.kattr.attr,
+	&rtrs_rs_pa_rdma.kattr.attr,
+	&rtrs_rs_pa_reset_all.kattr.attr,
+	NULL,
+};
+
+static const struct attribute_group rtrs_rs_stats_group = {
+	.attrs = rtrs_rs_stats_attrs,
+};
 
 static void rtrs_rs_path_release(struct kobject *kobj)
 {
@@ -141,7 +248,7 @@ struct rtrs_rs_path_kobj *rtrs_rs_path_kobj_create(struct rtrs_rs_sess_dev *sd,
 		err = -ENOMEM;
 		goto del;
 	}
-	err = sysfs_create_file(pk->stats, &rtrs_rs_rdma_attr.attr);
+	err = sysfs_create_group(pk->stats, &rtrs_rs_stats_group);
 	if (err) {
 		kobject_del(pk->stats);
 		kobject_put(pk->stats);
@@ -157,7 +264,7 @@ del:
 
 void rtrs_rs_path_kobj_destroy(struct rtrs_rs_path_kobj *pk)
 {
-	sysfs_remove_file(pk->stats, &rtrs_rs_rdma_attr.attr);
+	sysfs_remove_group(pk->stats, &rtrs_rs_stats_group);
 	kobject_del(pk->stats);
 	kobject_put(pk->stats);
 	kobject_del(&pk->kobj);

@@ -30,7 +30,7 @@ use kernel::types::Opaque;
 
 use crate::bindings;
 use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
-use crate::io::{fast_reg_done, IoCtx, RdmaCounters};
+use crate::io::{fast_reg_done, IoCtx};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
 use crate::rtrs_core::proto::{
@@ -38,6 +38,7 @@ use crate::rtrs_core::proto::{
     RtrsRbuf, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX,
     SERVICE_CON_QUEUE_DEPTH,
 };
+use crate::stats::PathStats;
 use crate::sync::{Completion, WaitResult};
 use crate::verbs::{
     post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
@@ -64,45 +65,11 @@ pub(crate) const RTRS_PORT: u16 = 1234;
 // Path state (enum rtrs_clt_state)
 // ---------------------------------------------------------------------------
 
-/// `enum rtrs_clt_state`, same values as C.
-#[repr(u8)]
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum RtrsCltState {
-    Connecting = 0,
-    ConnectingErr = 1,
-    Reconnecting = 2,
-    Connected = 3,
-    Closing = 4,
-    Closed = 5,
-    Dead = 6,
-}
+pub(crate) use crate::rtrs_core::path_state::RtrsCltState;
 
-impl RtrsCltState {
-    fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::Connecting,
-            1 => Self::ConnectingErr,
-            2 => Self::Reconnecting,
-            3 => Self::Connected,
-            4 => Self::Closing,
-            5 => Self::Closed,
-            _ => Self::Dead,
-        }
-    }
-
-    /// The transition table of `rtrs_clt_change_state`.
-    fn allowed(from: Self, to: Self) -> bool {
-        use RtrsCltState::*;
-        match to {
-            Connecting => from == Reconnecting,
-            ConnectingErr => from == Connecting,
-            Reconnecting => matches!(from, Connected | ConnectingErr | Closed),
-            Connected => from == Connecting,
-            Closing => matches!(from, Connecting | ConnectingErr | Reconnecting | Connected),
-            Closed => from == Closing,
-            Dead => from == Closed,
-        }
-    }
+/// The state stored as u8 in `PathShared::state` (always a valid value).
+fn state_from_u8(v: u8) -> RtrsCltState {
+    RtrsCltState::from_raw(u32::from(v)).unwrap_or(RtrsCltState::Dead)
 }
 
 // ---------------------------------------------------------------------------
@@ -113,6 +80,38 @@ impl RtrsCltState {
 const INFO_RSP_NONE: u8 = 0;
 const INFO_RSP_OK: u8 = 1;
 const INFO_RSP_ERR: u8 = 2;
+
+/// A device name as `char hca_name[IB_DEVICE_NAME_MAX]`: at most 63 bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct HcaName {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl Default for HcaName {
+    fn default() -> Self {
+        Self {
+            buf: [0; 64],
+            len: 0,
+        }
+    }
+}
+
+impl HcaName {
+    fn from_bytes(b: &[u8]) -> Self {
+        let mut n = Self::default();
+        for (d, s) in n.buf.iter_mut().take(63).zip(b) {
+            *d = *s;
+            n.len = n.len.saturating_add(1);
+        }
+        n
+    }
+
+    /// The name's bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
+    }
+}
 
 /// Per-path values learnt from the conn_rsp of cid 0 and the INFO_RSP.
 ///
@@ -128,6 +127,8 @@ pub(crate) struct PathInner {
     rbufs: KVec<RtrsRbuf>,
     /// `hca_port` (cm id port of cid 0).
     hca_port: u32,
+    /// `hca_name`: cid 0's device name.
+    hca_name: HcaName,
     /// `max_pages_per_mr` (query_fast_reg_mode).
     max_pages_per_mr: u32,
     /// The source address cid 0's route resolved to, recorded when it is
@@ -175,8 +176,8 @@ pub(crate) struct PathShared {
     pub(crate) hb_cur_latency_ns: AtomicI64,
     /// `s.hb_last_sent` in ns (ktime_get).
     pub(crate) hb_last_sent_ns: AtomicI64,
-    /// `stats/rdma` counters and `inflight`.
-    pub(crate) rdma: RdmaCounters,
+    /// `clt_path->stats`: outlives the path's sysfs files.
+    pub(crate) stats: PathStats,
     /// `s.hb_wq`: the workqueue of the heartbeat work.
     hb_wq: AtomicPtr<bindings::workqueue_struct>,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), set once after the
@@ -202,14 +203,14 @@ unsafe impl Sync for PathShared {}
 
 impl PathShared {
     pub(crate) fn state(&self) -> RtrsCltState {
-        RtrsCltState::from_u8(self.state.load(Ordering::Acquire))
+        state_from_u8(self.state.load(Ordering::Acquire))
     }
 
     /// `rtrs_clt_change_state_get_old`: moves to `new` if the table allows it.
     fn change_state(&self, new: RtrsCltState) -> bool {
         let mut old = self.state.load(Ordering::Acquire);
         loop {
-            if !RtrsCltState::allowed(RtrsCltState::from_u8(old), new) {
+            if !state_from_u8(old).can_change_to(new) {
                 return false;
             }
             match self
@@ -248,6 +249,12 @@ impl PathShared {
         &bindings::__kernel_sockaddr_storage,
     ) {
         (&self.src_addr, &self.dst_addr)
+    }
+
+    /// `hca_name` and `hca_port` as recorded when cid 0 was established.
+    pub(crate) fn hca(&self) -> (HcaName, u32) {
+        let inner = self.inner.lock();
+        (inner.hca_name, inner.hca_port)
     }
 
     /// `s.irq_con_num`.
@@ -612,6 +619,9 @@ impl Con {
         path.new_rkey.store(params.new_rkey(), Ordering::Release);
         pinner.params = Some(params);
         pinner.hca_port = id.port_num();
+        // SAFETY: An established cm id is bound to a live, registered device.
+        let name = unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(id.device())) };
+        pinner.hca_name = HcaName::from_bytes(name.as_bytes());
         pinner.resolved_src = Some(id.src_addr());
         Ok(())
     }
@@ -660,6 +670,7 @@ impl Con {
             }
             return;
         }
+        path.stats.update_wc(self.cpu);
         let new_rkey = path.new_rkey.load(Ordering::Acquire);
         match wc.opcode {
             bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => {
@@ -1186,7 +1197,7 @@ impl Path {
                 hb_cur_latency_ns: AtomicI64::new(0),
                 hb_last_sent_ns: AtomicI64::new(0),
                 hb_wq: AtomicPtr::new(core::ptr::null_mut()),
-                rdma: RdmaCounters::default(),
+                stats: PathStats::new()?,
                 io: AtomicPtr::new(core::ptr::null_mut()),
                 state_changed <- Completion::new(),
                 all_disconnected <- Completion::new(),

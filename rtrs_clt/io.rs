@@ -13,7 +13,7 @@
 use core::cell::UnsafeCell;
 use core::pin::Pin;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use kernel::error::from_err_ptr;
 use kernel::ffi::{c_int, c_void};
@@ -99,6 +99,8 @@ struct ReqIo {
     sglist: *mut bindings::scatterlist,
     sg_cnt: u32,
     dir: bindings::dma_data_direction,
+    /// `mp_policy == MP_POLICY_MIN_INFLIGHT` when posted: `inflight` counts it.
+    min_inflight: bool,
 }
 
 impl Default for ReqIo {
@@ -109,6 +111,7 @@ impl Default for ReqIo {
             sglist: core::ptr::null_mut(),
             sg_cnt: 0,
             dir: bindings::dma_data_direction_DMA_NONE,
+            min_inflight: false,
         }
     }
 }
@@ -176,37 +179,6 @@ impl Req {
     }
 }
 
-/// A path's `stats/rdma` counters (C: per CPU; here shared atomics). They
-/// live in `PathShared`, which outlives the path's sysfs files.
-#[derive(Default)]
-pub(crate) struct RdmaCounters {
-    read_cnt: AtomicU64,
-    read_bytes: AtomicU64,
-    write_cnt: AtomicU64,
-    write_bytes: AtomicU64,
-    /// `stats->inflight` (MIN_INFLIGHT policy).
-    inflight: AtomicI32,
-}
-
-impl RdmaCounters {
-    /// `stats->inflight`.
-    pub(crate) fn inflight(&self) -> i32 {
-        self.inflight.load(Ordering::Relaxed)
-    }
-
-    /// The `stats/rdma` totals (failover is always 0: no failover yet).
-    pub(crate) fn snapshot(&self) -> crate::rtrs_core::sysfs_fmt::RdmaStats {
-        crate::rtrs_core::sysfs_fmt::RdmaStats {
-            read_cnt: self.read_cnt.load(Ordering::Relaxed),
-            read_bytes: self.read_bytes.load(Ordering::Relaxed),
-            write_cnt: self.write_cnt.load(Ordering::Relaxed),
-            write_bytes: self.write_bytes.load(Ordering::Relaxed),
-            inflight: self.inflight(),
-            failover: 0,
-        }
-    }
-}
-
 /// One path's IO state: `reqs`, the server chunks (`rbufs`), and the
 /// numbers IO needs, readable without locks.
 pub(crate) struct IoCtx {
@@ -238,6 +210,8 @@ pub(crate) struct IoArgs<'a> {
     pub(crate) sg: *mut bindings::scatterlist,
     pub(crate) sg_cnt: u32,
     pub(crate) mem_id: u32,
+    /// The session's policy is MIN_INFLIGHT (`req->mp_policy`).
+    pub(crate) min_inflight: bool,
 }
 
 impl IoCtx {
@@ -382,6 +356,7 @@ impl IoCtx {
                 sglist: a.sg,
                 sg_cnt: a.sg_cnt,
                 dir,
+                min_inflight: a.min_inflight,
             })
         };
         req.need_inval.store(false, Ordering::Relaxed);
@@ -560,15 +535,7 @@ impl IoCtx {
         // rtrs_clt_update_all_stats, before posting: usr_len + data_len as
         // unsigned int, and the in-flight count.
         let len = u64::from(a.usr_len.saturating_add(a.data_len) as u32);
-        let st = &con.path().rdma;
-        let (cnt, bytes) = if a.read {
-            (&st.read_cnt, &st.read_bytes)
-        } else {
-            (&st.write_cnt, &st.write_bytes)
-        };
-        cnt.fetch_add(1, Ordering::Relaxed);
-        bytes.fetch_add(len, Ordering::Relaxed);
-        st.inflight.fetch_add(1, Ordering::Relaxed);
+        con.path().stats.update_all(a.read, len, a.min_inflight);
         let mut wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
@@ -606,7 +573,9 @@ impl IoCtx {
         // long as the path's `IoCtx`; the cqes live as long as `con` and `req`.
         let res = unsafe { post_send_raw(qp, head) };
         if let Err(e) = res {
-            con.path().rdma.inflight.fetch_sub(1, Ordering::Relaxed);
+            if a.min_inflight {
+                con.path().stats.dec_inflight();
+            }
             pr_err!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
         }
         res
@@ -670,7 +639,9 @@ impl IoCtx {
         if req.refcnt.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
-        con.path().rdma.inflight.fetch_sub(1, Ordering::Relaxed);
+        if io.min_inflight {
+            con.path().stats.dec_inflight();
+        }
         req.in_use.store(false, Ordering::Release);
         if errno != 0 {
             pr_err!(

@@ -70,6 +70,7 @@ mod debug;
 mod io;
 mod misc;
 mod sess;
+mod stats;
 mod sync;
 mod verbs;
 mod wq;

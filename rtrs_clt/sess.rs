@@ -8,7 +8,7 @@
 //! add/remove path yet), so IO reads the path list without a lock.
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::error::from_err_ptr;
 use kernel::ffi::{c_char, c_int, c_void};
@@ -20,8 +20,10 @@ use kernel::sync::Arc;
 use crate::bindings;
 use crate::clt::{Path, RtrsCltState};
 use crate::io::{ConfFn, IoArgs};
+use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
 use crate::rtrs_core::names::check_sessname;
+use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView};
 use crate::rtrs_core::proto::{MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::{imm, sysfs_fmt};
 use crate::verbs::DevPool;
@@ -304,67 +306,10 @@ impl Drop for PathKobj {
     }
 }
 
-/// The `state` attribute of a path directory.
-///
-/// # Safety
-///
-/// `path` is the `PathShared` given to `rtrs_rs_path_kobj_create`, live
-/// while its kobject is in sysfs; `buf` is a sysfs page.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_rs_path_state_show(
-    path: *const c_void,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: By the function's contract.
-    let path = unsafe { &*path.cast::<crate::clt::PathShared>() };
-    // SAFETY: sysfs passes a PAGE_SIZE buffer.
-    let page =
-        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
-    let st = sysfs_fmt::RtrsCltState::from_raw(path.state() as u32)
-        .unwrap_or(sysfs_fmt::RtrsCltState::Dead);
-    isize::try_from(sysfs_fmt::rtrs_clt_state_show(page, st)).unwrap_or(0)
-}
-
-/// The `cur_latency` attribute of a path directory (last heartbeat RTT).
-///
-/// # Safety
-///
-/// As `rtrs_rs_path_state_show`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_rs_path_cur_latency_show(
-    path: *const c_void,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: By the function's contract.
-    let path = unsafe { &*path.cast::<crate::clt::PathShared>() };
-    // SAFETY: sysfs passes a PAGE_SIZE buffer.
-    let page =
-        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
-    let ns = path.hb_cur_latency_ns.load(Ordering::Relaxed);
-    isize::try_from(sysfs_fmt::rtrs_clt_cur_latency_show(page, ns)).unwrap_or(0)
-}
-
-/// The `stats/rdma` attribute of a path directory.
-///
-/// # Safety
-///
-/// As `rtrs_rs_path_state_show`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_rs_path_stats_rdma_show(
-    path: *const c_void,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: By the function's contract.
-    let path = unsafe { &*path.cast::<crate::clt::PathShared>() };
-    // SAFETY: sysfs passes a PAGE_SIZE buffer.
-    let page =
-        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
-    let st = path.rdma.snapshot();
-    isize::try_from(sysfs_fmt::rtrs_clt_stats_rdma_to_str(page, &st)).unwrap_or(0)
-}
-
 /// The parts of a `sockaddr_storage` that `rtrs_addr_to_str` prints.
-fn to_rtrs_sockaddr(ss: &bindings::__kernel_sockaddr_storage) -> Option<sysfs_fmt::RtrsSockaddr> {
+pub(crate) fn to_rtrs_sockaddr(
+    ss: &bindings::__kernel_sockaddr_storage,
+) -> Option<sysfs_fmt::RtrsSockaddr> {
     let p: *const bindings::__kernel_sockaddr_storage = ss;
     // SAFETY: Plain data, read as bytes within its size.
     let b = unsafe {
@@ -412,6 +357,13 @@ pub(crate) struct Sess {
     max_io_size: u32,
     max_segments: u32,
     permits: Permits,
+    /// `mp_policy` (MP_POLICY_*), set through sysfs at any time.
+    mp_policy: AtomicI32,
+    /// `max_reconnect_attempts`.
+    max_reconnect_attempts: AtomicI32,
+    /// Round-robin cursor per CPU id (`pcpu_path`): the index of the last
+    /// path used from that CPU, `usize::MAX` for none.
+    rr_cursor: KVec<AtomicUsize>,
     dev: Option<SessDev>,
 }
 
@@ -420,6 +372,7 @@ impl Sess {
         pathname: &CStr,
         paths: &[RtrsAddr],
         pdu_sz: usize,
+        max_reconnect_attempts: i16,
         nr_poll_queues: u32,
     ) -> Result<KBox<Self>> {
         if check_sessname(pathname.as_bytes()).is_err() || pathname.as_bytes().len() >= NAME_MAX {
@@ -461,20 +414,40 @@ impl Sess {
                 break;
             }
         }
-        let res = res.and_then(|()| Permits::new(queue_depth, pdu_sz));
+        let res = res.and_then(|()| {
+            let mut rr = KVec::with_capacity(nr_cpu_ids() as usize, GFP_KERNEL)?;
+            for _ in 0..nr_cpu_ids() {
+                rr.push(AtomicUsize::new(usize::MAX), GFP_KERNEL)?;
+            }
+            Ok((Permits::new(queue_depth, pdu_sz)?, rr))
+        });
         match res {
-            Ok(permits) => Ok(KBox::new(
-                Sess {
-                    sessname,
-                    paths: sps,
-                    queue_depth,
-                    max_io_size,
-                    max_segments,
-                    permits,
-                    dev: Some(dev),
-                },
-                GFP_KERNEL,
-            )?),
+            Ok((permits, rr_cursor)) => {
+                let sess = KBox::new(
+                    Sess {
+                        sessname,
+                        paths: sps,
+                        queue_depth,
+                        max_io_size,
+                        max_segments,
+                        permits,
+                        mp_policy: AtomicI32::new(MpPolicy::MinInflight.as_raw()),
+                        max_reconnect_attempts: AtomicI32::new(i32::from(max_reconnect_attempts)),
+                        rr_cursor,
+                        dev: Some(dev),
+                    },
+                    GFP_KERNEL,
+                )?;
+                if let Some(d) = sess.dev.as_ref() {
+                    let p: *const Sess = &*sess;
+                    // SAFETY: The device is registered; the boxed session
+                    // outlives it (`close` drops the device first).
+                    unsafe {
+                        bindings::rtrs_rs_sess_dev_set_sess(d.0.as_ptr(), p.cast_mut().cast())
+                    };
+                }
+                Ok(sess)
+            }
             Err(e) => {
                 Self::close_paths(&mut sps);
                 drop(dev);
@@ -510,6 +483,8 @@ impl Sess {
             pr_err!("{}: alloc_path_reqs(), err: {:?}\n", sessname, e);
         })?;
         path.start_hb(g.wq)?;
+        // rtrs_clt_path_up: successful_cnt goes from -1 to 0.
+        path.shared().stats.inc_reconnect(true);
         // The directory is named "src@dst" with the resolved source, as in C.
         let s = path.shared().src_addr();
         let (_, d) = path.shared().addrs();
@@ -552,6 +527,33 @@ impl Sess {
         pr_info!("{}: session closed\n", &*self.sessname);
     }
 
+    /// The session name.
+    pub(crate) fn sessname(&self) -> &CStr {
+        &self.sessname
+    }
+
+    /// `mp_policy` as its MP_POLICY_* value.
+    pub(crate) fn mp_policy_raw(&self) -> i32 {
+        self.mp_policy.load(Ordering::Relaxed)
+    }
+
+    /// Sets `mp_policy`; `v` is a valid MP_POLICY_* value.
+    pub(crate) fn set_mp_policy_raw(&self, v: i32) {
+        if MpPolicy::from_raw(v).is_some() {
+            self.mp_policy.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// `rtrs_clt_get_max_reconnect_attempts`.
+    pub(crate) fn max_reconnect_attempts(&self) -> i32 {
+        self.max_reconnect_attempts.load(Ordering::Relaxed)
+    }
+
+    /// `rtrs_clt_set_max_reconnect_attempts`.
+    pub(crate) fn set_max_reconnect_attempts(&self, v: i32) {
+        self.max_reconnect_attempts.store(v, Ordering::Relaxed);
+    }
+
     fn is_connected(&self) -> bool {
         self.paths
             .iter()
@@ -584,27 +586,31 @@ impl Sess {
         } else {
             4
         };
-        let mut tried = 0u128;
+        let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
+        let mut views = [PathView::new(RtrsCltState::Closed, 0, 0); MAX_PATHS_NUM as usize];
+        let n = self.paths.len().min(views.len());
+        for (v, sp) in views.iter_mut().zip(self.paths.iter()) {
+            let sh = sp.path.shared();
+            *v = PathView::new(
+                sh.state(),
+                sh.stats.inflight(),
+                sh.hb_cur_latency_ns.load(Ordering::Relaxed),
+            );
+        }
+        let views = views.get(..n).unwrap_or(&[]);
+        // SAFETY: No preconditions.
+        let cpu = unsafe { bindings::rtrs_rs_raw_smp_processor_id() };
+        let slot = usize::try_from(cpu)
+            .ok()
+            .and_then(|c| self.rr_cursor.get(c));
+        let mut cursor = slot.and_then(|c| {
+            let v = c.load(Ordering::Relaxed);
+            (v != usize::MAX).then_some(v)
+        });
+        let mut it = PathIt::new(policy);
         let mut err = neg(kernel::bindings::ECONNABORTED);
-        for _ in 0..self.paths.len() {
-            // MIN_INFLIGHT: the connected, untried path with the fewest requests.
-            let mut best: Option<(usize, i32)> = None;
-            for (i, sp) in self.paths.iter().enumerate() {
-                let bit = 1u128
-                    .checked_shl(u32::try_from(i).unwrap_or(127))
-                    .unwrap_or(0);
-                if tried & bit != 0 || sp.path.shared().state() != RtrsCltState::Connected {
-                    continue;
-                }
-                let inflight = sp.path.shared().rdma.inflight();
-                if best.is_none_or(|(_, b)| inflight < b) {
-                    best = Some((i, inflight));
-                }
-            }
-            let Some((i, _)) = best else { break };
-            tried |= 1u128
-                .checked_shl(u32::try_from(i).unwrap_or(127))
-                .unwrap_or(0);
+        let mut out = Err(err);
+        while let Some(i) = it.next_connected(views, n, &mut cursor) {
             let Some(sp) = self.paths.get(i) else { break };
             let shared = sp.path.shared();
             let Some(io) = shared.io() else { continue };
@@ -640,13 +646,23 @@ impl Sess {
                 sg,
                 sg_cnt,
                 mem_id: permit.mem_id,
+                min_inflight: policy == MpPolicy::MinInflight,
             };
             match io.submit(con, &args) {
-                Ok(()) => return Ok(()),
-                Err(e) => err = e,
+                Ok(()) => {
+                    out = Ok(());
+                    break;
+                }
+                Err(e) => {
+                    err = e;
+                    out = Err(err);
+                }
             }
         }
-        Err(err)
+        if let Some(c) = slot {
+            c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
+        }
+        out
     }
 }
 
@@ -709,7 +725,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
     _port: u16,
     pdu_sz: usize,
     _reconnect_delay_sec: u8,
-    _max_reconnect_attempts: i16,
+    max_reconnect_attempts: i16,
     nr_poll_queues: u32,
 ) -> *mut Sess {
     if ops.is_null() || pathname.is_null() || (paths.is_null() && path_cnt > 0) {
@@ -723,7 +739,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
         // SAFETY: `paths` has `path_cnt` entries (contract).
         unsafe { core::slice::from_raw_parts(paths, path_cnt) }
     };
-    match Sess::open(name, paths, pdu_sz, nr_poll_queues) {
+    match Sess::open(name, paths, pdu_sz, max_reconnect_attempts, nr_poll_queues) {
         Ok(s) => {
             pr_info!(
                 "{}: session opened: paths={} queue_depth={} max_io_size={} max_segments={}\n",

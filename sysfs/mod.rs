@@ -49,3 +49,4 @@ impl Drop for Class {
         unsafe { bindings::class_destroy(self.cls.as_ptr()) };
     }
 }
+mod attrs;

@@ -1958,4 +1958,189 @@ mod tests {
             let _ = add_path_store(&prefixed, 1234, dev);
         }
     }
+
+    // ----- Results observed on the C client in the VM -----------------------
+    //
+    // tests/wip/60-sysfs-diff.sh and 65-sysfs-hostile.sh over the in-tree
+    // rtrs-client (6.12.117); see sysfs/ABI.md. Inputs that C rejects
+    // before any side effect map to the parser's error; the errno the C
+    // client returned is in the comment where it comes from elsewhere.
+
+    /// Input bytes of the VM tests (lib-sysfs.sh INPUTS).
+    fn vm_input(name: &str) -> Vec<u8> {
+        match name {
+            "ws" => b" \t  \n".to_vec(),
+            "nul-nl" => b"\0\n".to_vec(),
+            "nl" => b"\n".to_vec(),
+            "4096x1" => vec![b'1'; PAGE_SIZE],
+            "4096-1-nulpad" => {
+                let mut v = b"1\n".to_vec();
+                v.resize(PAGE_SIZE, 0);
+                v
+            }
+            "non-utf8" => b"\xff\xfe\x80".to_vec(),
+            "non-utf8-1" => b"1\xff".to_vec(),
+            "int-max+1" => b"2147483648".to_vec(),
+            "int-min-1" => b"-2147483649".to_vec(),
+            "uint-max+1" => b"4294967296".to_vec(),
+            "hex" => b"0x1".to_vec(),
+            "octal" => b"01".to_vec(),
+            "lead-sp" => b" 1".to_vec(),
+            "trail-sp" => b"1 ".to_vec(),
+            "nl-nl" => b"1\n\n".to_vec(),
+            "crlf" => b"1\r\n".to_vec(),
+            other => other.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn vm_observed_mpath_policy() {
+        let ok = |s: &str, v: i32| assert_eq!(mpath_policy_store(&vm_input(s)), Ok(v), "{s:?}");
+        let einval = |s: &str| assert_eq!(mpath_policy_store(&vm_input(s)), Err(EINV), "{s:?}");
+        ok("0", 0);
+        ok("1", 1);
+        ok("2", 2);
+        ok("1\n", 1);
+        ok("2\n", 2);
+        ok("+1", 1);
+        ok("-0", 0);
+        ok("octal", 1);
+        ok("4096-1-nulpad", 1);
+        ok("rr", 0);
+        ok("RR", 0);
+        ok("rr\n", 0);
+        ok("mi", 1);
+        ok("ml", 2);
+        ok("Ml\n", 2);
+        ok("ML", 2);
+        ok("round-robin", 0);
+        ok("round-robinX", 0);
+        ok("min-inflight", 1);
+        ok("min-inflight\n", 1);
+        ok("min-latency", 2);
+        ok("min-latency-xyz", 2);
+        ok("MIN-LATENCY", 2);
+        for s in [
+            "3", "-1", "hex", "rrx", "round", "foo", "nl", "rr\n\n", "ws", "nul-nl", "4096x1", "non-utf8",
+            "non-utf8-1", "int-max+1", "int-min-1", "uint-max+1", "lead-sp", "trail-sp", "nl-nl", "crlf",
+        ] {
+            einval(s);
+        }
+        let mut b = [0u8; 64];
+        let n = mpath_policy_show(&mut b, 1);
+        assert_eq!(&b[..n], b"min-inflight (MI: 1)\n");
+    }
+
+    #[test]
+    fn vm_observed_max_reconnect_attempts() {
+        let st = |s: &str| max_reconnect_attempts_store(&vm_input(s));
+        for (s, v) in [("5", 5), ("5\n", 5), ("9999", 9999), ("0", 0), ("-1", -1), ("-1\n", -1), ("+1", 1), ("-0", 0)] {
+            assert_eq!(st(s), Ok(v), "{s:?}");
+        }
+        assert_eq!(st("octal"), Ok(1));
+        assert_eq!(st("4096-1-nulpad"), Ok(1));
+        for s in ["10000", "-2", "abc", "hex", "lead-sp", "trail-sp", "nl", "ws", "nul-nl", "non-utf8", "non-utf8-1", "nl-nl", "crlf"] {
+            assert_eq!(st(s), Err(EINV), "{s:?}");
+        }
+        for s in ["int-max+1", "int-min-1", "uint-max+1", "4096x1"] {
+            assert_eq!(st(s), Err(ERNG), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn vm_observed_echo_1_files() {
+        // reconnect, disconnect, remove_path and every stats/ file.
+        for s in ["1", "1\n", "4096-1-nulpad"] {
+            assert_eq!(rtrs_clt_reconnect_store(&vm_input(s)), Ok(()), "{s:?}");
+            assert_eq!(rtrs_clt_stats_store(&vm_input(s)), Ok(()), "{s:?}");
+        }
+        for s in [
+            "0", "2", "yes", "-1", "+1", "octal", "hex", "lead-sp", "trail-sp", "nl-nl", "crlf", "nl", "ws", "nul-nl",
+            "4096x1", "non-utf8", "non-utf8-1", "int-max+1",
+        ] {
+            assert_eq!(rtrs_clt_reconnect_store(&vm_input(s)), Err(EINV), "{s:?}");
+            assert_eq!(rtrs_clt_disconnect_store(&vm_input(s)), Err(EINV), "{s:?}");
+            assert_eq!(rtrs_clt_remove_path_store(&vm_input(s)), Err(EINV), "{s:?}");
+            assert_eq!(rtrs_clt_stats_store(&vm_input(s)), Err(EINV), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn vm_observed_add_path_parse() {
+        let p = |s: &[u8]| add_path_store(s, 1234, no_dev);
+        let v4 = |a: [u8; 4], port: u16| RtrsSockaddr::Inet { addr: a, port };
+        // Parsed, then connected (ok) or refused by the network/server.
+        assert_eq!(p(b"ip:10.0.2.16"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
+        assert_eq!(p(b"ip:10.0.2.16\n"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
+        assert_eq!(
+            p(b"ip:10.0.2.15,ip:10.0.2.16"),
+            Ok(RtrsAddr { src: Some(v4([10, 0, 2, 15], 0)), dst: v4([10, 0, 2, 16], 1234) })
+        );
+        assert_eq!(
+            p(b"ip:10.0.2.15@ip:10.0.2.16"),
+            Ok(RtrsAddr { src: Some(v4([10, 0, 2, 15], 0)), dst: v4([10, 0, 2, 16], 1234) })
+        );
+        // in4_pton stops at ':' (EEXIST from the server in the VM: same path).
+        assert_eq!(p(b"ip:10.0.2.16:99"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
+        // A NUL ends the text.
+        assert_eq!(p(b"ip:10.0.2.16\0junk"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
+        assert!(p(b"ip:127.0.0.1").is_ok()); // ENODEV from rdma_cm in the VM
+        assert!(p(b"ip:::1").is_ok()); // ENODEV
+        assert!(p(b"ip:1.2.3.4").is_ok()); // ENETUNREACH
+        // -EINVAL before any connect.
+        for s in [
+            &b"foo"[..],
+            b"ip:1.2.3.256",
+            b"ip:1.2.3",
+            b"10.0.2.15@ip:10.0.2.16",
+            b"ip:10.0.2.16@",
+            b"@ip:10.0.2.16",
+            b"ip:10.0.2.16 ",
+            b" ip:10.0.2.16",
+            b"IP:10.0.2.16",
+            b"gid:zz",
+            b"\n",
+            b"\0\n",
+            b" \t  \n",
+            b"\xff\xfe\x80",
+            b"-1",
+            b"+1",
+            b"0x1",
+            b"2147483648",
+        ] {
+            assert_eq!(p(s), Err(EINV), "{s:?}");
+        }
+        let mut big = b"ip:".to_vec();
+        big.resize(PAGE_SIZE, b'1');
+        assert_eq!(p(&big), Err(EINV));
+        assert_eq!(p(&vm_input("4096x1")), Err(EINV));
+        assert_eq!(p(&vm_input("4096-1-nulpad")), Err(EINV));
+    }
+
+    #[test]
+    fn vm_observed_reads() {
+        let s = |f: &dyn Fn(&mut [u8]) -> usize| show(|b| f(b));
+        assert_eq!(s(&|b| max_reconnect_attempts_show(b, -1)), b"-1\n");
+        assert_eq!(s(&|b| add_path_show(b)), b"Usage: echo [<source addr>@]<destination addr> > add_path\n\n*addr ::= [ ip:<ipv4|ipv6> | gid:<gid> ]\n");
+        assert_eq!(s(&|b| rtrs_clt_reconnect_show(b)), b"Usage: echo 1 > reconnect\n");
+        assert_eq!(s(&|b| rtrs_clt_disconnect_show(b)), b"Usage: echo 1 > disconnect\n");
+        assert_eq!(s(&|b| rtrs_clt_remove_path_show(b)), b"Usage: echo 1 > remove_path\n");
+        assert_eq!(s(&|b| rtrs_clt_reset_all_help(b)), b"echo 1 to reset all statistics\n");
+        assert_eq!(s(&|b| rtrs_clt_hca_name_show(b, b"rxe_eth0")), b"rxe_eth0\n");
+        assert_eq!(s(&|b| rtrs_clt_hca_port_show(b, 1)), b"1\n");
+        assert_eq!(s(&|b| rtrs_clt_cur_latency_show(b, 5_932_915)), b"5932915 ns\n");
+        let a = RtrsSockaddr::Inet { addr: [10, 0, 2, 15], port: 0 };
+        let d = RtrsSockaddr::Inet { addr: [10, 0, 2, 16], port: 1234 };
+        assert_eq!(s(&|b| rtrs_clt_src_addr_show(b, Some(&a))), b"ip:10.0.2.15\n");
+        let mut name = [0u8; NAME_MAX];
+        let n = rtrs_addr_to_str(&mut name, Some(&a), Some(&d));
+        assert_eq!(&name[..n], b"ip:10.0.2.15@ip:10.0.2.16");
+        assert_eq!(s(&|b| rtrs_clt_stats_migration_from_cnt_to_str(b, [8, 2])), b"8 2 \n");
+        assert_eq!(s(&|b| rtrs_clt_stats_migration_to_cnt_to_str(b, [2, 8])), b"2 8 \n");
+        assert_eq!(s(&|b| rtrs_clt_stats_reconnects_to_str(b, &ReconnectStats::default())), b"0 0\n");
+        let r = RdmaStats { read_cnt: 259, read_bytes: 1_061_288, write_cnt: 256, write_bytes: 1_056_768, inflight: 0, failover: 0 };
+        assert_eq!(s(&|b| rtrs_clt_stats_rdma_to_str(b, &r)), b"259 1061288 256 1056768 0 0\n");
+        let neg = RdmaStats { inflight: -1, ..RdmaStats::default() };
+        assert_eq!(s(&|b| rtrs_clt_stats_rdma_to_str(b, &neg)), b"0 0 0 0 4294967295 0\n");
+    }
 }

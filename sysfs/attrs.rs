@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Show and store of the files under /sys/class/rtrs-client/<sessname>/,
+//! called by `bindings/rtrs_sysfs.c` with the file's id. Formats and
+//! parsing are `rtrs_core::sysfs_fmt`'s; errnos and log lines are C's.
+
+use core::sync::atomic::Ordering;
+
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::prelude::*;
+use kernel::str::BStr;
+
+use crate::bindings;
+use crate::clt::PathShared;
+use crate::rtrs_core::sysfs_fmt::{self, Errno};
+use crate::sess::{to_rtrs_sockaddr, Sess};
+
+/// The sysfs page behind `buf`.
+///
+/// # Safety
+///
+/// `buf` is the PAGE_SIZE buffer sysfs passes to a show callback, not
+/// otherwise used during `'a`.
+unsafe fn page<'a>(buf: *mut c_char) -> &'a mut [u8] {
+    // SAFETY: By the function's contract.
+    unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) }
+}
+
+/// The bytes written to a store callback.
+///
+/// # Safety
+///
+/// `buf` points to `count` readable bytes (sysfs NUL-terminates them too).
+unsafe fn input<'a>(buf: *const c_char, count: usize) -> &'a [u8] {
+    // SAFETY: By the function's contract.
+    unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) }
+}
+
+fn shown(n: usize) -> isize {
+    isize::try_from(n).unwrap_or(0)
+}
+
+fn stored(r: Result<(), Errno>, count: usize) -> isize {
+    match r {
+        Ok(()) => isize::try_from(count).unwrap_or(isize::MAX),
+        Err(e) => e.errno() as isize,
+    }
+}
+
+/// Up to the first NUL and without one trailing newline, for log lines.
+fn trimmed(b: &[u8]) -> &BStr {
+    let b = sysfs_fmt::c_str(b);
+    BStr::from_bytes(b.strip_suffix(b"\n").unwrap_or(b))
+}
+
+/// `show` of a path file (`enum rtrs_rs_path_attr_id`).
+///
+/// # Safety
+///
+/// `path` is the `PathShared` the path directory was created for (live
+/// while it is in sysfs); `buf` is a sysfs page.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
+    path: *const c_void,
+    id: c_int,
+    buf: *mut c_char,
+) -> isize {
+    // SAFETY: By the function's contract.
+    let path = unsafe { &*path.cast::<PathShared>() };
+    // SAFETY: By the function's contract.
+    let page = unsafe { page(buf) };
+    let Ok(id) = u32::try_from(id) else {
+        return EINVAL.to_errno() as isize;
+    };
+    let n = match id {
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_HCA_NAME => {
+            let (name, _) = path.hca();
+            sysfs_fmt::rtrs_clt_hca_name_show(page, name.as_bytes())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_HCA_PORT => {
+            let (_, port) = path.hca();
+            sysfs_fmt::rtrs_clt_hca_port_show(page, u8::try_from(port).unwrap_or(u8::MAX))
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_SRC_ADDR => {
+            let s = path.src_addr();
+            sysfs_fmt::rtrs_clt_src_addr_show(page, to_rtrs_sockaddr(&s).as_ref())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DST_ADDR => {
+            let (_, d) = path.addrs();
+            sysfs_fmt::rtrs_clt_dst_addr_show(page, to_rtrs_sockaddr(d).as_ref())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_STATE => {
+            sysfs_fmt::rtrs_clt_state_show(page, path.state())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CUR_LATENCY => {
+            let ns = path.hb_cur_latency_ns.load(Ordering::Relaxed);
+            sysfs_fmt::rtrs_clt_cur_latency_show(page, ns)
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_FROM => {
+            sysfs_fmt::rtrs_clt_stats_migration_from_cnt_to_str(page, path.stats.migr_from())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_TO => {
+            sysfs_fmt::rtrs_clt_stats_migration_to_cnt_to_str(page, path.stats.migr_to())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECTS => {
+            sysfs_fmt::rtrs_clt_stats_reconnects_to_str(page, &path.stats.reconnects())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RDMA => {
+            sysfs_fmt::rtrs_clt_stats_rdma_to_str(page, &path.stats.rdma())
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RESET_ALL => {
+            sysfs_fmt::rtrs_clt_reset_all_help(page)
+        }
+        _ => return EINVAL.to_errno() as isize,
+    };
+    shown(n)
+}
+
+/// `store` of a path file; only the stats files are writable: "1" resets,
+/// anything else (including "0") is -EINVAL, as STAT_STORE_FUNC.
+///
+/// # Safety
+///
+/// As `rtrs_rs_path_attr_show`; `buf` has `count` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
+    path: *const c_void,
+    id: c_int,
+    buf: *const c_char,
+    count: usize,
+) -> isize {
+    // SAFETY: By the function's contract.
+    let path = unsafe { &*path.cast::<PathShared>() };
+    // SAFETY: By the function's contract.
+    let b = unsafe { input(buf, count) };
+    let Ok(id) = u32::try_from(id) else {
+        return EINVAL.to_errno() as isize;
+    };
+    let reset: fn(&crate::stats::PathStats) = match id {
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_FROM
+        | bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_TO => {
+            crate::stats::PathStats::reset_cpu_migr
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECTS => {
+            crate::stats::PathStats::reset_reconnects
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RDMA => crate::stats::PathStats::reset_rdma,
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RESET_ALL => crate::stats::PathStats::reset_all,
+        _ => return EINVAL.to_errno() as isize,
+    };
+    let r = sysfs_fmt::rtrs_clt_stats_store(b);
+    if r.is_ok() {
+        reset(&path.stats);
+    }
+    stored(r, count)
+}
+
+/// `show` of a session file (`enum rtrs_rs_sess_attr_id`).
+///
+/// # Safety
+///
+/// `sess` is the `Sess` published with `rtrs_rs_sess_dev_set_sess`, live
+/// while its device is registered; `buf` is a sysfs page.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_show(
+    sess: *mut c_void,
+    id: c_int,
+    buf: *mut c_char,
+) -> isize {
+    // SAFETY: By the function's contract.
+    let sess = unsafe { &*sess.cast::<Sess>() };
+    // SAFETY: By the function's contract.
+    let page = unsafe { page(buf) };
+    let Ok(id) = u32::try_from(id) else {
+        return EINVAL.to_errno() as isize;
+    };
+    let n = match id {
+        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS => {
+            sysfs_fmt::max_reconnect_attempts_show(page, sess.max_reconnect_attempts())
+        }
+        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MPATH_POLICY => {
+            sysfs_fmt::mpath_policy_show(page, sess.mp_policy_raw())
+        }
+        _ => return EINVAL.to_errno() as isize,
+    };
+    shown(n)
+}
+
+/// `store` of a session file.
+///
+/// # Safety
+///
+/// As `rtrs_rs_sess_attr_show`; `buf` has `count` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
+    sess: *mut c_void,
+    id: c_int,
+    buf: *const c_char,
+    count: usize,
+) -> isize {
+    // SAFETY: By the function's contract.
+    let sess = unsafe { &*sess.cast::<Sess>() };
+    // SAFETY: By the function's contract.
+    let b = unsafe { input(buf, count) };
+    let Ok(id) = u32::try_from(id) else {
+        return EINVAL.to_errno() as isize;
+    };
+    let name = sess.sessname();
+    let r = match id {
+        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS => {
+            match sysfs_fmt::kstrtoint(b, 10) {
+                Err(e) => {
+                    pr_err!(
+                        "{}: max_reconnect_attempts: failed to convert string '{}' to int\n",
+                        name,
+                        trimmed(b)
+                    );
+                    Err(e)
+                }
+                Ok(_) => match sysfs_fmt::max_reconnect_attempts_store(b) {
+                    Ok(v) => {
+                        sess.set_max_reconnect_attempts(v);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        pr_err!(
+                            "{}: max_reconnect_attempts: invalid range (provided: '{}', accepted: min: -1, max: 9999)\n",
+                            name,
+                            trimmed(b)
+                        );
+                        Err(e)
+                    }
+                },
+            }
+        }
+        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MPATH_POLICY => {
+            match sysfs_fmt::mpath_policy_store(b) {
+                Ok(v) => {
+                    sess.set_mp_policy_raw(v);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        }
+        _ => Err(Errno::EINVAL),
+    };
+    stored(r, count)
+}

@@ -1,0 +1,121 @@
+#!/bin/bash
+# The /sys/class/rtrs-client ABI, C client against this module: one scenario
+# (map over rnbd, short fio, read every file of the session, its paths and
+# their stats, valid and invalid writes with the errno and the content
+# afterwards, disconnect and reconnect, add and remove a path, unmap) runs
+# over each client in turn and prints a transcript in which volatile numbers
+# are masked (lib-sysfs.sh). The transcripts must be identical.
+#
+#   60-sysfs-diff.sh [A B]     clients to compare, default "c rs";
+#                              "c c" runs the C half twice (the self-check)
+#
+# c  = in-tree rtrs-client (modprobe rnbd_client)
+# rs = this module under the unmodified rnbd-client (load_rnbd_rs)
+#
+# Transcripts are kept in $SYSFS_OUT (default /run/vm-out if it exists, so
+# that VM_OUT=dir scripts/vm-run.sh leaves them in dir).
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib-sysfs.sh"
+
+A=${1:-c} B=${2:-rs}
+OUTD=${SYSFS_OUT:-/run/vm-out}; [ -d "$OUTD" ] && [ -w "$OUTD" ] || OUTD=$(mktemp -d)
+
+scenario() {
+	local client=$1 dev S P1 P2 in f
+	S=$(sysfs_sess_dir); P1=$(sysfs_path1); P2=$(sysfs_path2)
+	echo "== load"
+	sysfs_client_up "$client" >/dev/null 2>&1 && echo "load ok" || { echo "load FAILED"; return 1; }
+	dev=$(sysfs_map 2>/dev/null)
+	if [ -b "$dev" ]; then echo "map ok"; else echo "map FAILED"; sysfs_client_down "$client"; return 1; fi
+	echo "class link: $(readlink "$SYSFS_CLASS/$SYSFS_SESS")"
+
+	echo "== tree and first read"
+	sysfs_tree
+	sysfs_read_all
+	echo "== fio"
+	sysfs_fio "$dev"
+	sysfs_read_all '/(stats/|cur_latency|state)'
+
+	echo "== mpath_policy"
+	for in in s:0 s:1 s:2 s:3 neg s:rr s:RR s:mi s:ml 's:Ml\n' s:round-robin s:min-inflight \
+		s:min-latency s:min-latency-xyz s:MIN-LATENCY s:rrx s:round s:foo empty nl 's:1\n' 's:2\n' \
+		's:rr\n' 's:rr\n\n' hex plus; do
+		sysfs_try "$S/mpath_policy" "$in"
+	done
+	sysfs_try "$S/mpath_policy" 's:min-inflight\n'
+
+	echo "== max_reconnect_attempts"
+	for in in s:5 's:5\n' s:9999 s:10000 s:0 neg neg2 s:abc hex plus int-max+1 int-min-1 \
+		lead-sp trail-sp nl empty; do
+		sysfs_try "$S/max_reconnect_attempts" "$in"
+	done
+	sysfs_try "$S/max_reconnect_attempts" 's:-1\n'
+
+	echo "== stats"
+	for f in rdma cpu_migration_from cpu_migration_to reconnects reset_all; do
+		for in in zero two s:abc 's:1\n' s:1; do
+			sysfs_try "$P1/stats/$f" "$in"
+		done
+	done
+	sysfs_read_all /stats/
+
+	echo "== reconnect, disconnect"
+	for in in zero two s:yes; do
+		sysfs_try "$P1/reconnect" "$in"
+		sysfs_try "$P1/disconnect" "$in"
+		sysfs_try "$P1/remove_path" "$in"
+	done
+	sysfs_try "$P1/reconnect" s:1
+	sysfs_show "$P1/stats/reconnects"
+	sysfs_try "$P1/disconnect" 's:1\n'
+	sysfs_show "$P1/state"
+	sysfs_show "$P1/stats/reconnects"
+	sysfs_try "$P1/disconnect" s:1
+	sysfs_try "$P1/reconnect" 's:1\n'
+	sysfs_show "$P1/stats/reconnects"
+	sysfs_fio "$dev"
+
+	echo "== add_path"
+	sysfs_add_ip2
+	sysfs_try "$S/add_path" "s:ip:$SYSFS_ADDR2"
+	sysfs_tree | grep "$SYSFS_ADDR2"
+	for f in "$P2"/* "$P2"/stats/*; do [ -f "$f" ] && sysfs_show "$f"; done
+	sysfs_try "$S/add_path" "s:ip:$SYSFS_ADDR2\\n"
+	sysfs_try "$S/add_path" "s:ip:$SRV_ADDR"
+	sysfs_try "$S/add_path" "s:ip:$SRV_ADDR@ip:$SYSFS_ADDR2"
+	sysfs_try "$S/add_path" s:foo
+	sysfs_try "$S/add_path" s:ip:1.2.3.256
+	sysfs_try "$S/add_path" s:ip:127.0.0.1
+	sysfs_try "$S/add_path" empty
+	sysfs_show "$S/add_path"
+	sysfs_fio "$dev"
+	sysfs_show "$P2/state"
+	echo "R $(sysfs_read num "$P2/stats/rdma") (path 2 rdma, all numbers masked)"
+
+	echo "== remove_path"
+	sysfs_try "$P2/remove_path" s:1
+	sysfs_paths
+	sysfs_fio "$dev"
+	sysfs_try "$S/add_path" "s:$SRV_ADDR@ip:$SYSFS_ADDR2"
+	sysfs_try "$S/add_path" "s:ip:$SRV_ADDR,ip:$SYSFS_ADDR2"
+	sysfs_try "$P2/remove_path" 's:1\n'
+	sysfs_paths
+
+	echo "== unmap"
+	unmap_rnbd "$SYSFS_SESS" && echo "unmap ok" || echo "unmap FAILED"
+	wait_for 30 test ! -e "$S" && echo "session directory gone" || echo "session directory still there FAILED"
+	echo "class after unmap: $(ls $SYSFS_CLASS 2>&1 | tr '\n' ' ')"
+	sysfs_client_down "$client"
+	echo "modules left: $(rtrs_modules_loaded | grep -v -e rtrs_core -e rtrs_server -e rnbd_server | tr '\n' ' ')"
+}
+
+tap_plan 3
+start_server >/dev/null 2>&1 || true
+sysfs_helper_start
+scenario "$A" > "$OUTD/sysfs-$A.1.txt" 2>&1
+if grep -q FAILED "$OUTD/sysfs-$A.1.txt"; then tap_not_ok "scenario over $A"; diag "$(grep FAILED "$OUTD/sysfs-$A.1.txt")"; else tap_ok "scenario over $A"; fi
+scenario "$B" > "$OUTD/sysfs-$B.2.txt" 2>&1
+if grep -q FAILED "$OUTD/sysfs-$B.2.txt"; then tap_not_ok "scenario over $B"; diag "$(grep FAILED "$OUTD/sysfs-$B.2.txt")"; else tap_ok "scenario over $B"; fi
+sysfs_diff_or_fail "sysfs transcript of $B equals that of $A" "$OUTD/sysfs-$A.1.txt" "$OUTD/sysfs-$B.2.txt"
+stop_server
+tap_done
