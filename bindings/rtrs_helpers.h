@@ -159,10 +159,4 @@ ssize_t rtrs_rs_path_attr_show(const void *path, int id, char *buf);
 ssize_t rtrs_rs_path_attr_store(const void *path, int id, const char *buf,
 				size_t count);
 
-/*
- * TEST ONLY (bindings/rtrs_debug.c): the debug_connect module parameter,
- * "" when unset. Goes away with rtrs_debug.c once rtrs_clt_open is exported.
- */
-const char *rtrs_rs_debug_connect(void);
-
 #endif /* RTRS_RS_HELPERS_H */

@@ -58,9 +58,6 @@ fn econnreset() -> Error {
 const CONN_RETRY_COUNT: u8 = 7;
 const CONN_RNR_RETRY_COUNT: u8 = 7;
 
-/// The RTRS default port, used by the debug trigger.
-pub(crate) const RTRS_PORT: u16 = 1234;
-
 // ---------------------------------------------------------------------------
 // Path state (enum rtrs_clt_state)
 // ---------------------------------------------------------------------------
@@ -1098,27 +1095,13 @@ struct InfoIus {
     rx: Pin<KBox<Iu<InfoRspDone>>>,
 }
 
-/// What a connected path learnt from the server.
+/// What a connected path learnt from the server, for the session.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PathInfo {
     /// Server queue depth (= number of chunks).
     pub(crate) queue_depth: u32,
     /// Max IO size.
     pub(crate) max_io_size: u32,
-    /// Max header size.
-    pub(crate) max_hdr_size: u32,
-    /// Chunks recorded from INFO_RSP.
-    pub(crate) chunks: usize,
-    /// The first chunk.
-    pub(crate) first: RtrsRbuf,
-    /// The last chunk.
-    pub(crate) last: RtrsRbuf,
-    /// Connections (admin + IO).
-    pub(crate) con_num: u16,
-    /// NEW_RKEY flag of the server.
-    pub(crate) new_rkey: bool,
-    /// Port of cid 0.
-    pub(crate) hca_port: u32,
     /// max_pages_per_mr.
     pub(crate) max_pages_per_mr: u32,
 }
@@ -1141,20 +1124,10 @@ unsafe impl Send for Path {}
 unsafe impl Sync for Path {}
 
 impl Path {
-    /// `alloc_path` + `init_path` minus sysfs, reconnect and heartbeat:
-    /// connects one admin and one IO connection per online CPU to `dst`,
+    /// `alloc_path` + `init_path` minus sysfs and heartbeat: connects one
+    /// admin connection, one per CPU id and `nr_poll_queues` poll ones,
     /// then does the INFO exchange. On error everything is torn down and
-    /// the C client's errno returned.
-    pub(crate) fn connect(
-        pool: &Arc<DevPool>,
-        sessname: &CStr,
-        dst: &bindings::__kernel_sockaddr_storage,
-    ) -> Result<Self> {
-        let src = bindings::__kernel_sockaddr_storage::default();
-        Self::connect_ex(pool, sessname, &src, dst, uuid_gen(), true, 0)
-    }
-
-    /// `connect` for a session's path: its source address (zeros for any),
+    /// the C client's errno returned. Takes the source address (zeros for any),
     /// the session's `paths_uuid`, `for_new_clt` (first path only), and the
     /// number of poll connections (IB_POLL_DIRECT CQs) after the IRQ ones.
     pub(crate) fn connect_ex(
@@ -1214,11 +1187,6 @@ impl Path {
         path.init_conns()?;
         path.send_path_info()?;
         Ok(path)
-    }
-
-    /// The session name.
-    pub(crate) fn sessname(&self) -> &CStr {
-        &self.shared.sessname
     }
 
     /// What CM handlers and CQ callbacks share.
@@ -1291,13 +1259,6 @@ impl Path {
         Some(PathInfo {
             queue_depth: p.queue_depth,
             max_io_size: p.max_io_size,
-            max_hdr_size: p.max_hdr_size,
-            chunks: inner.rbufs.len(),
-            first: inner.rbufs.first().copied().unwrap_or_default(),
-            last: inner.rbufs.last().copied().unwrap_or_default(),
-            con_num: self.shared.con_num,
-            new_rkey: p.new_rkey(),
-            hca_port: inner.hca_port,
             max_pages_per_mr: inner.max_pages_per_mr,
         })
     }

@@ -14,7 +14,7 @@
 //!   pool, CQs, QPs, DMA-mapped IUs and their completion trampoline);
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
 //! - `sync`: a `struct completion` wrapper;
-//! - `misc`: uuid_gen, nr_cpu_ids, inet_pton;
+//! - `misc`: uuid_gen, nr_cpu_ids;
 //! - `clt`: one path: connection set-up (init_conns, create_cm, the CM
 //!   handler, create_con_cq_qp, the INFO exchange), the CQ handler of IO
 //!   responses, the heartbeat, and teardown;
@@ -22,7 +22,6 @@
 //!   completion and local invalidation;
 //! - `sess`: the session, its permits, and the exported `rtrs_clt_*` API
 //!   (exported by `bindings/rtrs_export.c`), plus the sysfs glue;
-//! - `debug`: TEST-ONLY `debug_connect` trigger (a VM test uses it);
 //! - `wq`: the workqueue;
 //! - `sysfs`: the `/sys/class/rtrs-client` tree.
 //!
@@ -66,7 +65,6 @@ mod sysfs;
 
 mod clt;
 mod cm;
-mod debug;
 mod io;
 mod misc;
 mod sess;
@@ -88,9 +86,6 @@ module! {
 /// Fields drop in declaration order, which is the reverse of the order
 /// `init` creates them in: the ib_client goes first, the workqueue last.
 struct RtrsClientModule {
-    /// TEST ONLY: the path of `debug_connect` (see `debug`); first, so that
-    /// it is torn down before everything else.
-    _debug_path: Option<clt::Path>,
     /// The state the exported API uses; unpublished before the rest goes.
     _globals: sess::GlobalsGuard,
     _dev_pool: Arc<verbs::DevPool>,
@@ -107,9 +102,7 @@ impl kernel::Module for RtrsClientModule {
         let dev_pool = verbs::DevPool::new()?;
         pr_info!("loaded\n");
         let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.as_ptr(), wq.as_ptr())?;
-        let debug_path = debug::debug_connect(&dev_pool);
         Ok(Self {
-            _debug_path: debug_path,
             _globals: globals,
             _dev_pool: dev_pool,
             _ib_client: ib_client,
