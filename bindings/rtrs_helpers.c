@@ -6,7 +6,10 @@
 #include <linux/completion.h>
 #include <linux/cpumask.h>
 #include <linux/device.h>
+#include <linux/delay.h>
 #include <linux/inet.h>
+#include <linux/random.h>
+#include <linux/rcupdate.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
@@ -245,4 +248,39 @@ void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w)
 {
 	cancel_delayed_work_sync(&w->dw);
 	kfree(w);
+}
+
+void rtrs_rs_dwork_cancel_sync(struct rtrs_rs_dwork *w)
+{
+	cancel_delayed_work_sync(&w->dw);
+}
+
+bool rtrs_rs_dwork_flush(struct rtrs_rs_dwork *w)
+{
+	return flush_delayed_work(&w->dw);
+}
+
+void rtrs_rs_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void rtrs_rs_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
+void rtrs_rs_synchronize_rcu(void)
+{
+	synchronize_rcu();
+}
+
+void rtrs_rs_msleep(unsigned int ms)
+{
+	msleep(ms);
+}
+
+u32 rtrs_rs_get_random_u32_below(u32 ceil)
+{
+	return get_random_u32_below(ceil);
 }

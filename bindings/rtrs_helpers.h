@@ -105,6 +105,16 @@ void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, struct workqueue_struct *wq,
 			 unsigned int delay_ms);
 /* cancel_delayed_work_sync(), then kfree(). */
 void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w);
+/* cancel_delayed_work_sync() and flush_delayed_work(). */
+void rtrs_rs_dwork_cancel_sync(struct rtrs_rs_dwork *w);
+bool rtrs_rs_dwork_flush(struct rtrs_rs_dwork *w);
+
+/* RCU (inlines), msleep, and get_random_u32_below (inline). */
+void rtrs_rs_rcu_read_lock(void);
+void rtrs_rs_rcu_read_unlock(void);
+void rtrs_rs_synchronize_rcu(void);
+void rtrs_rs_msleep(unsigned int ms);
+u32 rtrs_rs_get_random_u32_below(u32 ceil);
 
 /*
  * bindings/rtrs_export.c: calls into rnbd's callbacks (so the indirect call
@@ -153,8 +163,10 @@ enum rtrs_rs_path_attr_id {
 	RTRS_RS_PA_RECONNECTS,
 	RTRS_RS_PA_RDMA,
 	RTRS_RS_PA_RESET_ALL,
+	RTRS_RS_PA_RECONNECT,
+	RTRS_RS_PA_DISCONNECT,
 };
-/* Implemented in Rust: show and store of a path file (store: stats only). */
+/* Implemented in Rust: show and store of a path file. */
 ssize_t rtrs_rs_path_attr_show(const void *path, int id, char *buf);
 ssize_t rtrs_rs_path_attr_store(const void *path, int id, const char *buf,
 				size_t count);

@@ -146,6 +146,18 @@ static ssize_t rtrs_rs_path_show(struct kobject *kobj,
 		container_of(attr, struct rtrs_rs_path_attr, kattr)->id, buf);
 }
 
+static ssize_t rtrs_rs_path_store(struct kobject *kobj,
+				  struct kobj_attribute *attr,
+				  const char *buf, size_t count)
+{
+	struct rtrs_rs_path_kobj *pk =
+		container_of(kobj, struct rtrs_rs_path_kobj, kobj);
+
+	return rtrs_rs_path_attr_store(pk->path,
+		container_of(attr, struct rtrs_rs_path_attr, kattr)->id,
+		buf, count);
+}
+
 /* paths/<name>/stats/<file>: the stats kobject's parent is the path's. */
 static ssize_t rtrs_rs_stats_show(struct kobject *kobj,
 				  struct kobj_attribute *attr, char *buf)
@@ -171,6 +183,13 @@ static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
 	.id = _id,							\
 }
 
+#define RS_PATH_ATTR_RW(_name, _id)					\
+static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
+	.kattr = __ATTR(_name, 0644, rtrs_rs_path_show,		\
+			rtrs_rs_path_store),				\
+	.id = _id,							\
+}
+
 #define RS_STATS_ATTR(_name, _id)					\
 static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
 	.kattr = __ATTR(_name, 0644, rtrs_rs_stats_show,		\
@@ -183,6 +202,8 @@ RS_PATH_ATTR_RO(hca_port, RTRS_RS_PA_HCA_PORT);
 RS_PATH_ATTR_RO(src_addr, RTRS_RS_PA_SRC_ADDR);
 RS_PATH_ATTR_RO(dst_addr, RTRS_RS_PA_DST_ADDR);
 RS_PATH_ATTR_RO(state, RTRS_RS_PA_STATE);
+RS_PATH_ATTR_RW(reconnect, RTRS_RS_PA_RECONNECT);
+RS_PATH_ATTR_RW(disconnect, RTRS_RS_PA_DISCONNECT);
 RS_PATH_ATTR_RO(cur_latency, RTRS_RS_PA_CUR_LATENCY);
 
 RS_STATS_ATTR(cpu_migration_from, RTRS_RS_PA_CPU_MIGRATION_FROM);
@@ -197,6 +218,8 @@ static struct attribute *rtrs_rs_path_attrs[] = {
 	&rtrs_rs_pa_src_addr.kattr.attr,
 	&rtrs_rs_pa_dst_addr.kattr.attr,
 	&rtrs_rs_pa_state.kattr.attr,
+	&rtrs_rs_pa_reconnect.kattr.attr,
+	&rtrs_rs_pa_disconnect.kattr.attr,
 	&rtrs_rs_pa_cur_latency.kattr.attr,
 	NULL,
 };

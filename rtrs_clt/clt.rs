@@ -17,7 +17,7 @@
 use core::pin::Pin;
 use core::ptr::NonNull;
 use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU8, Ordering,
+    AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU8, Ordering,
 };
 
 use kernel::error::Error;
@@ -151,10 +151,17 @@ pub(crate) struct PathShared {
     /// `s.con_num` and `s.irq_con_num`.
     con_num: u16,
     irq_con_num: u16,
-    /// `s.recon_cnt`: 1 for the first init_conns.
-    recon_cnt: u16,
-    /// `for_new_clt`: first_conn bit of the conn_req.
-    for_new_clt: bool,
+    /// `s.recon_cnt`: incremented by every `init_conns`.
+    recon_cnt: AtomicU16,
+    /// `for_new_clt`: first_conn bit of the conn_req; set once cid 0 of
+    /// this path was established, so later reconnects may create the
+    /// session on the server again.
+    for_new_clt: AtomicBool,
+    /// The session path's `err_recovery_work` and `close_work`, queued on
+    /// `hb_wq` by `error_recovery` and DEVICE_REMOVAL; null until the owner
+    /// sets them up (`set_works`), which keeps them until the path is freed.
+    err_recovery_work: AtomicPtr<bindings::rtrs_rs_dwork>,
+    close_work: AtomicPtr<bindings::rtrs_rs_dwork>,
     pool: Arc<DevPool>,
     /// `RtrsCltState` as u8.
     state: AtomicU8,
@@ -175,7 +182,10 @@ pub(crate) struct PathShared {
     pub(crate) hb_last_sent_ns: AtomicI64,
     /// `clt_path->stats`: outlives the path's sysfs files.
     pub(crate) stats: PathStats,
-    /// `s.hb_wq`: the workqueue of the heartbeat work.
+    /// Set when a reconnect found the server's queue depth changed: the
+    /// owner then stops reconnecting (`reconnect_attempts = -1` in C).
+    pub(crate) qd_changed: AtomicBool,
+    /// `s.hb_wq`: the workqueue of the heartbeat and recovery works.
     hb_wq: AtomicPtr<bindings::workqueue_struct>,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), set once after the
     /// path is connected, freed by `Path::close` after every QP is drained.
@@ -199,12 +209,82 @@ unsafe impl Send for PathShared {}
 unsafe impl Sync for PathShared {}
 
 impl PathShared {
+    /// `alloc_path` minus the connections: the state is CONNECTING.
+    pub(crate) fn new(
+        pool: &Arc<DevPool>,
+        sessname: &CStr,
+        src: &bindings::__kernel_sockaddr_storage,
+        dst: &bindings::__kernel_sockaddr_storage,
+        paths_uuid: [u8; 16],
+        for_new_clt: bool,
+        nr_poll_queues: u32,
+    ) -> Result<Pin<KBox<Self>>> {
+        // One admin connection, one per CPU id, then the poll ones.
+        let irq_con_num = u16::try_from(nr_cpu_ids())
+            .ok()
+            .and_then(|n| n.checked_add(1))
+            .ok_or(EINVAL)?;
+        let con_num = u16::try_from(nr_poll_queues)
+            .ok()
+            .and_then(|n| n.checked_add(irq_con_num))
+            .ok_or(EINVAL)?;
+        KBox::pin_init(
+            try_pin_init!(PathShared {
+                sessname: CString::try_from_fmt(fmt!("{}", sessname))?,
+                uuid: uuid_gen(),
+                paths_uuid,
+                dst_addr: *dst,
+                src_addr: *src,
+                con_num,
+                irq_con_num,
+                recon_cnt: AtomicU16::new(0),
+                for_new_clt: AtomicBool::new(for_new_clt),
+                err_recovery_work: AtomicPtr::new(core::ptr::null_mut()),
+                close_work: AtomicPtr::new(core::ptr::null_mut()),
+                pool: pool.clone(),
+                state: AtomicU8::new(RtrsCltState::Connecting as u8),
+                connected_cnt: AtomicI32::new(0),
+                signal_interval: AtomicU32::new(SERVICE_CON_QUEUE_DEPTH),
+                info_rsp: AtomicU8::new(INFO_RSP_NONE),
+                info_rsp_len: AtomicU32::new(0),
+                new_rkey: AtomicBool::new(false),
+                hb_missed_cnt: AtomicU32::new(0),
+                hb_cur_latency_ns: AtomicI64::new(0),
+                hb_last_sent_ns: AtomicI64::new(0),
+                qd_changed: AtomicBool::new(false),
+                hb_wq: AtomicPtr::new(core::ptr::null_mut()),
+                stats: PathStats::new()?,
+                io: AtomicPtr::new(core::ptr::null_mut()),
+                state_changed <- Completion::new(),
+                all_disconnected <- Completion::new(),
+                inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The session name.
+    pub(crate) fn sessname(&self) -> &CStr {
+        &self.sessname
+    }
+
+    /// What the server told us; `None` before cid 0 is established.
+    pub(crate) fn info(&self) -> Option<PathInfo> {
+        let inner = self.inner.lock();
+        let p = inner.params.as_ref()?;
+        Some(PathInfo {
+            queue_depth: p.queue_depth,
+            max_io_size: p.max_io_size,
+            max_pages_per_mr: inner.max_pages_per_mr,
+        })
+    }
+
     pub(crate) fn state(&self) -> RtrsCltState {
         state_from_u8(self.state.load(Ordering::Acquire))
     }
 
     /// `rtrs_clt_change_state_get_old`: moves to `new` if the table allows it.
-    fn change_state(&self, new: RtrsCltState) -> bool {
+    pub(crate) fn change_state(&self, new: RtrsCltState) -> bool {
         let mut old = self.state.load(Ordering::Acquire);
         loop {
             if !state_from_u8(old).can_change_to(new) {
@@ -259,15 +339,86 @@ impl PathShared {
         self.irq_con_num
     }
 
-    /// `rtrs_rdma_error_recovery`. Any context.
+    /// `rtrs_rdma_error_recovery`. Any context: CONNECTED goes to
+    /// RECONNECTING and queues the recovery work; an error while connecting
+    /// moves to CONNECTING_ERR for the connecting thread.
     pub(crate) fn error_recovery(&self) {
-        if self.change_state(RtrsCltState::Reconnecting) {
-            pr_warn!(
-                "{}: connection lost; reconnect is not implemented yet, the path stays down\n",
-                &*self.sessname
-            );
+        if self.change_state_from_to(RtrsCltState::Connected, RtrsCltState::Reconnecting) {
+            self.queue_work(&self.err_recovery_work, 0);
         } else {
-            self.change_state(RtrsCltState::ConnectingErr);
+            self.change_state_from_to(RtrsCltState::Connecting, RtrsCltState::ConnectingErr);
+        }
+    }
+
+    /// `rtrs_clt_close_conns(path, false)` from any context: CLOSING, and
+    /// the close work does the rest.
+    pub(crate) fn close_conns_nowait(&self) {
+        if self.change_state(RtrsCltState::Closing) {
+            self.queue_work(&self.close_work, 0);
+        }
+    }
+
+    fn queue_work(&self, w: &AtomicPtr<bindings::rtrs_rs_dwork>, delay_ms: u32) {
+        let w = w.load(Ordering::Acquire);
+        let wq = self.hb_wq.load(Ordering::Acquire);
+        if !w.is_null() && !wq.is_null() {
+            // SAFETY: Set by `set_works`, whose caller keeps both until the
+            // path is freed (it cancels them first).
+            unsafe { bindings::rtrs_rs_dwork_queue(w, wq, delay_ms) };
+        }
+    }
+
+    /// Publishes the owner's recovery and close works and the workqueue.
+    ///
+    /// # Safety
+    ///
+    /// `err_recovery` and `close` stay valid until this `PathShared` is
+    /// dropped, and are cancelled by the owner before it is; `wq` outlives it.
+    pub(crate) unsafe fn set_works(
+        &self,
+        err_recovery: *mut bindings::rtrs_rs_dwork,
+        close: *mut bindings::rtrs_rs_dwork,
+        wq: *mut bindings::workqueue_struct,
+    ) {
+        self.hb_wq.store(wq, Ordering::Release);
+        self.err_recovery_work
+            .store(err_recovery, Ordering::Release);
+        self.close_work.store(close, Ordering::Release);
+    }
+
+    /// `rtrs_clt_change_state_from_to`.
+    pub(crate) fn change_state_from_to(&self, old: RtrsCltState, new: RtrsCltState) -> bool {
+        if !old.can_change_to(new) {
+            return false;
+        }
+        let ok = self
+            .state
+            .compare_exchange(old as u8, new as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if ok {
+            self.state_changed.complete();
+        }
+        ok
+    }
+
+    /// `rtrs_clt_change_state_get_old`: (changed, old state).
+    pub(crate) fn change_state_get_old(&self, new: RtrsCltState) -> (bool, RtrsCltState) {
+        let mut old = self.state.load(Ordering::Acquire);
+        loop {
+            let o = state_from_u8(old);
+            if !o.can_change_to(new) {
+                return (false, o);
+            }
+            match self
+                .state
+                .compare_exchange(old, new as u8, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.state_changed.complete();
+                    return (true, o);
+                }
+                Err(cur) => old = cur,
+            }
         }
     }
 }
@@ -580,10 +731,10 @@ impl Con {
         let msg = RtrsMsgConnReq::new(
             self.cid,
             path.con_num,
-            path.recon_cnt,
+            path.recon_cnt.load(Ordering::Relaxed),
             path.uuid,
             path.paths_uuid,
-            path.for_new_clt,
+            path.for_new_clt.load(Ordering::Relaxed),
         );
         let mut buf = [0u8; RtrsMsgConnReq::SIZE];
         msg.encode(&mut buf).map_err(|_| EINVAL)?;
@@ -605,6 +756,14 @@ impl Con {
         let prev = pinner.params.as_ref().map_or(0, |p| p.queue_depth);
         let params = msg.path_params(prev).map_err(|e| {
             pr_err!("{}: {}\n", self.sess(), e);
+            if prev > 0 {
+                // Only a changed queue depth fails with a previous one.
+                pr_err!(
+                    "{}: Disabling auto-reconnect. Trigger a manual reconnect after issue is resolved\n",
+                    self.sess()
+                );
+                path.qd_changed.store(true, Ordering::Relaxed);
+            }
             econnreset()
         })?;
         if pinner.rbufs.is_empty() {
@@ -620,6 +779,7 @@ impl Con {
         let name = unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(id.device())) };
         pinner.hca_name = HcaName::from_bytes(name.as_bytes());
         pinner.resolved_src = Some(id.src_addr());
+        path.for_new_clt.store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -882,8 +1042,9 @@ unsafe extern "C" fn hb_work(w: *mut bindings::rtrs_rs_dwork, ctx: *mut kernel::
     let path = con.path();
     let missed = path.hb_missed_cnt.load(Ordering::Acquire);
     if missed > RTRS_HB_MISSED_MAX {
-        // Reconnect is not implemented: log once and stop sending.
+        // rtrs_clt_hb_err_handler.
         pr_err!("{}: HB missed max reached.\n", con.sess());
+        path.error_recovery();
         return;
     }
     if path.hb_missed_cnt.fetch_add(1, Ordering::AcqRel) == 0 {
@@ -956,17 +1117,15 @@ impl CmHandler for Con {
                 ehostunreach
             }
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => {
-                // C queues close_work here. There is no close work yet: mark
-                // the path closing so a connecting thread gives up; the cm
-                // ids go (and the removal completes) when the owner drops
-                // the path.
+                // The close work destroys the cm ids, which lets the
+                // removal complete; a connecting thread sees CLOSING.
                 pr_warn!(
                     "{}: CM event: {}, status: {}\n",
                     self.sess(),
                     ev.event_msg(),
                     ev.status()
                 );
-                path.change_state(RtrsCltState::Closing);
+                path.close_conns_nowait();
                 self.cm_done.complete();
                 return;
             }
@@ -1106,15 +1265,20 @@ pub(crate) struct PathInfo {
     pub(crate) max_pages_per_mr: u32,
 }
 
-/// One client path (`struct rtrs_clt_path`), connected by [`Path::connect`]
-/// and torn down when dropped.
+/// The connections of a client path (`struct rtrs_clt_path` minus what
+/// survives a reconnect, which is in [`PathShared`]), connected by
+/// [`Path::connect`] and torn down by [`Path::teardown`] or drop.
+///
+/// # Invariants
+///
+/// `shared` outlives the `Path` (see `connect`).
 pub(crate) struct Path {
-    /// In creation order (cid); dropped before `shared`.
+    /// In creation order (cid).
     cons: KVec<ConSlot>,
     info_ius: Option<InfoIus>,
     /// The heartbeat work (`hb_dwork`), while started.
     hb: Option<NonNull<bindings::rtrs_rs_dwork>>,
-    shared: Pin<KBox<PathShared>>,
+    shared: NonNull<PathShared>,
 }
 
 // SAFETY: `hb` is only used by the path's owner (start/stop); everything
@@ -1124,74 +1288,43 @@ unsafe impl Send for Path {}
 unsafe impl Sync for Path {}
 
 impl Path {
-    /// `alloc_path` + `init_path` minus sysfs and heartbeat: connects one
-    /// admin connection, one per CPU id and `nr_poll_queues` poll ones,
-    /// then does the INFO exchange. On error everything is torn down and
-    /// the C client's errno returned. Takes the source address (zeros for any),
-    /// the session's `paths_uuid`, `for_new_clt` (first path only), and the
-    /// number of poll connections (IB_POLL_DIRECT CQs) after the IRQ ones.
-    pub(crate) fn connect_ex(
-        pool: &Arc<DevPool>,
-        sessname: &CStr,
-        src: &bindings::__kernel_sockaddr_storage,
-        dst: &bindings::__kernel_sockaddr_storage,
-        paths_uuid: [u8; 16],
-        for_new_clt: bool,
-        nr_poll_queues: u32,
-    ) -> Result<Self> {
-        // alloc_path: one admin connection, one per CPU id, then the poll ones.
-        let irq_con_num = u16::try_from(nr_cpu_ids())
-            .ok()
-            .and_then(|n| n.checked_add(1))
-            .ok_or(EINVAL)?;
-        let con_num = u16::try_from(nr_poll_queues)
-            .ok()
-            .and_then(|n| n.checked_add(irq_con_num))
-            .ok_or(EINVAL)?;
-        let shared = KBox::pin_init(
-            try_pin_init!(PathShared {
-                sessname: CString::try_from_fmt(fmt!("{}", sessname))?,
-                uuid: uuid_gen(),
-                paths_uuid,
-                dst_addr: *dst,
-                src_addr: *src,
-                con_num,
-                irq_con_num,
-                recon_cnt: 1,
-                for_new_clt,
-                pool: pool.clone(),
-                state: AtomicU8::new(RtrsCltState::Connecting as u8),
-                connected_cnt: AtomicI32::new(0),
-                signal_interval: AtomicU32::new(SERVICE_CON_QUEUE_DEPTH),
-                info_rsp: AtomicU8::new(INFO_RSP_NONE),
-                info_rsp_len: AtomicU32::new(0),
-                new_rkey: AtomicBool::new(false),
-                hb_missed_cnt: AtomicU32::new(0),
-                hb_cur_latency_ns: AtomicI64::new(0),
-                hb_last_sent_ns: AtomicI64::new(0),
-                hb_wq: AtomicPtr::new(core::ptr::null_mut()),
-                stats: PathStats::new()?,
-                io: AtomicPtr::new(core::ptr::null_mut()),
-                state_changed <- Completion::new(),
-                all_disconnected <- Completion::new(),
-                inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
-            }? Error),
-            GFP_KERNEL,
-        )?;
+    /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
+    /// CONNECTING: connects one admin connection, one per CPU id and the
+    /// poll ones, then does the INFO exchange. On error everything is torn
+    /// down and the C client's errno returned.
+    ///
+    /// # Safety
+    ///
+    /// `shared` outlives the returned `Path`.
+    pub(crate) unsafe fn connect(shared: &PathShared) -> Result<Self> {
         let mut path = Path {
             cons: KVec::new(),
             info_ius: None,
             hb: None,
-            shared,
+            shared: NonNull::from(shared),
         };
+        shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
         path.init_conns()?;
         path.send_path_info()?;
         Ok(path)
     }
 
+    /// `shared` not tied to a borrow of `self`, so that the connections can
+    /// change while it is in use.
+    ///
+    /// # Safety
+    ///
+    /// The caller does not use the reference after `self` is gone.
+    unsafe fn shared_detached<'a>(&self) -> &'a PathShared {
+        // SAFETY: By the type invariant `shared` outlives `self`, and the
+        // caller does not outlive `self`.
+        unsafe { self.shared.as_ref() }
+    }
+
     /// What CM handlers and CQ callbacks share.
     pub(crate) fn shared(&self) -> &PathShared {
-        &self.shared
+        // SAFETY: By the type invariant `shared` outlives us.
+        unsafe { self.shared.as_ref() }
     }
 
     /// Connection `cid`.
@@ -1206,8 +1339,8 @@ impl Path {
             return Ok(());
         }
         let con0: *const Con = self.con(0).ok_or(EINVAL)?;
-        self.shared.hb_wq.store(wq, Ordering::Release);
-        self.shared.hb_missed_cnt.store(0, Ordering::Release);
+        self.shared().hb_wq.store(wq, Ordering::Release);
+        self.shared().hb_missed_cnt.store(0, Ordering::Release);
         // SAFETY: `hb_work` matches the callback type; `con0` stays valid
         // until `stop_hb` cancels the work (before the connections go).
         let w = unsafe { bindings::rtrs_rs_dwork_alloc(Some(hb_work), con0.cast_mut().cast()) };
@@ -1225,25 +1358,26 @@ impl Path {
             // synchronous cancel (the work requeues itself only while running).
             unsafe { bindings::rtrs_rs_dwork_free(w.as_ptr()) };
         }
-        self.shared.hb_missed_cnt.store(0, Ordering::Release);
+        self.shared().hb_missed_cnt.store(0, Ordering::Release);
     }
 
     /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
     /// after `connect`.
     pub(crate) fn alloc_reqs(&mut self) -> Result {
         let io = {
-            let pinner = self.shared.inner.lock();
+            let shared = self.shared();
+            let pinner = shared.inner.lock();
             let params = pinner.params.ok_or(EINVAL)?;
             let dev = pinner.dev.as_ref().ok_or(EINVAL)?;
             IoCtx::new(
-                &self.shared.sessname,
+                &shared.sessname,
                 dev,
                 &params,
                 pinner.rbufs.as_slice(),
                 pinner.max_pages_per_mr,
             )?
         };
-        let old = self.shared.io.swap(KBox::into_raw(io), Ordering::AcqRel);
+        let old = self.shared().io.swap(KBox::into_raw(io), Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: `old` came from `KBox::into_raw` below and nothing else
             // can hold it: this runs before any IO is submitted.
@@ -1252,20 +1386,10 @@ impl Path {
         Ok(())
     }
 
-    /// What the server told us; `None` before cid 0 is established.
-    pub(crate) fn info(&self) -> Option<PathInfo> {
-        let inner = self.shared.inner.lock();
-        let p = inner.params.as_ref()?;
-        Some(PathInfo {
-            queue_depth: p.queue_depth,
-            max_io_size: p.max_io_size,
-            max_pages_per_mr: inner.max_pages_per_mr,
-        })
-    }
-
     /// `init_conns`: creates and connects each connection in cid order.
     fn init_conns(&mut self) -> Result {
-        let shared: &PathShared = &self.shared;
+        // SAFETY: Used within this method only.
+        let shared: &PathShared = unsafe { self.shared_detached() };
         let nr_cpus = u32::from(shared.irq_con_num.saturating_sub(1)).max(1);
         for cid in 0..shared.con_num {
             // Connections 0 and 1 both go to the first CPU.
@@ -1367,13 +1491,14 @@ impl Path {
     fn send_path_info(&mut self) -> Result {
         let res = self.do_send_path_info();
         if res.is_err() {
-            self.shared.change_state(RtrsCltState::ConnectingErr);
+            self.shared().change_state(RtrsCltState::ConnectingErr);
         }
         res
     }
 
     fn do_send_path_info(&mut self) -> Result {
-        let shared: &PathShared = &self.shared;
+        // SAFETY: Used within this method only.
+        let shared: &PathShared = unsafe { self.shared_detached() };
         let sess = &*shared.sessname;
         let (params, lkey) = {
             let pinner = shared.inner.lock();
@@ -1465,13 +1590,18 @@ impl Path {
         Ok(())
     }
 
-    /// `rtrs_clt_close_conns` + `rtrs_clt_stop_and_destroy_conns`: disconnect
-    /// and drain every connection, wait (at most the connect timeout) for
-    /// the DISCONNECTED events, then destroy QPs, CQs, cm ids and put the PD.
-    pub(crate) fn close(&mut self) {
+    /// `rtrs_clt_stop_and_destroy_conns`: stops the heartbeat, disconnects
+    /// and drains every connection, hands the request slots to `fail`
+    /// (`fail_all_outstanding_reqs`) and frees them, waits (at most the
+    /// connect timeout) for the DISCONNECTED events, then destroys QPs,
+    /// CQs and cm ids and puts the PD. The state is left alone.
+    ///
+    /// The caller has made sure no submitter can reach this path any more
+    /// (state not CONNECTED, unpublished, `synchronize_rcu`).
+    pub(crate) fn teardown(&mut self, fail: impl FnOnce(&IoCtx)) {
         self.stop_hb();
-        let shared: &PathShared = &self.shared;
-        shared.change_state(RtrsCltState::Closing);
+        // SAFETY: Used within this method only.
+        let shared: &PathShared = unsafe { self.shared_detached() };
         shared.all_disconnected.reinit();
         for slot in self.cons.iter() {
             // stop_cm; the core's drain polls a poll connection's CQ itself.
@@ -1487,9 +1617,11 @@ impl Path {
         let io = shared.io.swap(core::ptr::null_mut(), Ordering::AcqRel);
         if !io.is_null() {
             // SAFETY: `io` came from `KBox::into_raw` in `alloc_reqs`; the QPs
-            // are drained, so no callback uses it, and the session closes
-            // paths only when no request is in flight.
-            drop(unsafe { KBox::from_raw(io) });
+            // are drained, so no callback uses it, and no submitter can
+            // reach the path (the caller's guarantee).
+            let io = unsafe { KBox::from_raw(io) };
+            fail(&io);
+            drop(io);
         }
         if shared.connected_cnt.load(Ordering::Acquire) > 0
             && shared
@@ -1508,12 +1640,13 @@ impl Path {
         drop(shared.inner.lock().dev.take());
         // In creation order, as C: destroy_con_cq_qp, destroy_cm, destroy_con.
         drop(core::mem::take(&mut self.cons));
-        shared.change_state(RtrsCltState::Closed);
     }
 }
 
 impl Drop for Path {
     fn drop(&mut self) {
-        self.close();
+        // A path dropped on a connect error, or after `teardown` (a no-op
+        // then): the state is the owner's business.
+        self.teardown(|_| {});
     }
 }

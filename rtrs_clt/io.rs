@@ -101,6 +101,13 @@ struct ReqIo {
     dir: bindings::dma_data_direction,
     /// `mp_policy == MP_POLICY_MIN_INFLIGHT` when posted: `inflight` counts it.
     min_inflight: bool,
+    /// What failover needs to post the request again elsewhere
+    /// (`rtrs_clt_get_copy_req`); the user header stays in the IU.
+    read: bool,
+    usr_len: usize,
+    data_len: usize,
+    con_type: u32,
+    cpu_id: u32,
 }
 
 impl Default for ReqIo {
@@ -112,6 +119,11 @@ impl Default for ReqIo {
             sg_cnt: 0,
             dir: bindings::dma_data_direction_DMA_NONE,
             min_inflight: false,
+            read: false,
+            usr_len: 0,
+            data_len: 0,
+            con_type: 0,
+            cpu_id: 0,
         }
     }
 }
@@ -212,6 +224,25 @@ pub(crate) struct IoArgs<'a> {
     pub(crate) mem_id: u32,
     /// The session's policy is MIN_INFLIGHT (`req->mp_policy`).
     pub(crate) min_inflight: bool,
+    /// The permit's `con_type` and `cpu_id`, kept for failover.
+    pub(crate) con_type: u32,
+    pub(crate) cpu_id: u32,
+}
+
+/// A request taken back from a failed path (`fail_all_outstanding_reqs`),
+/// to post again on another one: everything `rtrs_clt_request` got, with
+/// the user header as copied into the old slot's IU.
+pub(crate) struct FailedReq<'a> {
+    pub(crate) read: bool,
+    pub(crate) conf: ConfFn,
+    pub(crate) priv_: *mut c_void,
+    pub(crate) usr: &'a [u8],
+    pub(crate) data_len: usize,
+    pub(crate) sg: *mut bindings::scatterlist,
+    pub(crate) sg_cnt: u32,
+    pub(crate) con_type: u32,
+    pub(crate) cpu_id: u32,
+    pub(crate) mem_id: u32,
 }
 
 impl IoCtx {
@@ -357,6 +388,11 @@ impl IoCtx {
                 sg_cnt: a.sg_cnt,
                 dir,
                 min_inflight: a.min_inflight,
+                read: a.read,
+                usr_len: a.usr_len,
+                data_len: a.data_len,
+                con_type: a.con_type,
+                cpu_id: a.cpu_id,
             })
         };
         req.need_inval.store(false, Ordering::Relaxed);
@@ -659,6 +695,56 @@ impl IoCtx {
             // SAFETY: rnbd's callback with its own private pointer, called
             // once per accepted request, through the C helper.
             unsafe { bindings::rtrs_rs_call_conf(Some(conf), io.priv_, errno) };
+        }
+    }
+
+    /// `fail_all_outstanding_reqs` over the slots of a drained path: each
+    /// request still in flight is completed without notification
+    /// (`complete_rdma_req(req, -ECONNABORTED, false, true)`; the MR is
+    /// not invalidated, it is deregistered with the slots), then handed to
+    /// `failover`; if that fails, `conf` gets its errno.
+    pub(crate) fn fail_outstanding(
+        &self,
+        stats: &crate::stats::PathStats,
+        mut failover: impl FnMut(&FailedReq<'_>) -> Result,
+    ) {
+        for (i, req) in self.reqs.iter().enumerate() {
+            if !req.in_use.load(Ordering::Acquire) {
+                continue;
+            }
+            // SAFETY: The QPs are drained: no completion runs, the slot is ours.
+            let io = unsafe { req.io() };
+            if io.sg_cnt > 0 {
+                self.unmap(req);
+            }
+            if io.min_inflight {
+                stats.dec_inflight();
+            }
+            req.need_inval.store(false, Ordering::Relaxed);
+            req.refcnt.store(0, Ordering::Relaxed);
+            req.in_use.store(false, Ordering::Release);
+            // SAFETY: Ours (see above), and not posted any more.
+            let buf = unsafe { req.iu.buf_mut() };
+            let usr = buf.get(..io.usr_len).unwrap_or(&[]);
+            let fr = FailedReq {
+                read: io.read,
+                conf: io.conf,
+                priv_: io.priv_,
+                usr,
+                data_len: io.data_len,
+                sg: io.sglist,
+                sg_cnt: io.sg_cnt,
+                con_type: io.con_type,
+                cpu_id: io.cpu_id,
+                mem_id: u32::try_from(i).unwrap_or(u32::MAX),
+            };
+            if let Err(e) = failover(&fr) {
+                if let Some(conf) = io.conf {
+                    // SAFETY: rnbd's callback with its own private pointer,
+                    // once for this request (it was not completed before).
+                    unsafe { bindings::rtrs_rs_call_conf(Some(conf), io.priv_, e.to_errno()) };
+                }
+            }
         }
     }
 

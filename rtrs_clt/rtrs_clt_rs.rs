@@ -67,6 +67,7 @@ mod clt;
 mod cm;
 mod io;
 mod misc;
+mod path;
 mod sess;
 mod stats;
 mod sync;

@@ -7,25 +7,29 @@
 //! connected session or ERR_PTR. Paths never change after open (no
 //! add/remove path yet), so IO reads the path list without a lock.
 
+use core::pin::Pin;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::error::from_err_ptr;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::fmt;
+use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::{BStr, CString};
-use kernel::sync::Arc;
+use kernel::sync::{Arc, Mutex};
 
 use crate::bindings;
-use crate::clt::{Path, RtrsCltState};
+use crate::clt::{PathInfo, RtrsCltState};
 use crate::io::{ConfFn, IoArgs};
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
+use crate::path::SessPath;
 use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView};
 use crate::rtrs_core::proto::{MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::{imm, sysfs_fmt};
+use crate::sync::RcuGuard;
 use crate::verbs::DevPool;
 
 fn neg(code: u32) -> Error {
@@ -295,7 +299,7 @@ impl Drop for SessDev {
     }
 }
 
-/// paths/<src@dst>; its `state` shows the path it was created for.
+/// paths/<src@dst>: the files of the `SessPath` it was created for.
 struct PathKobj(NonNull<bindings::rtrs_rs_path_kobj>);
 
 impl Drop for PathKobj {
@@ -343,20 +347,28 @@ pub(crate) fn to_rtrs_sockaddr(
 // The session
 // ---------------------------------------------------------------------------
 
-struct SessPath {
-    path: Path,
+/// A path and its sysfs directory.
+struct PathEntry {
+    sp: Pin<KBox<SessPath>>,
     kobj: Option<PathKobj>,
 }
 
 /// `struct rtrs_clt_sess`: what rnbd holds as `struct rtrs_clt_sess *`.
+///
+/// The path list is fixed from open to close, so IO walks it without a
+/// lock; each path's connections are reached under RCU (see `path`).
 pub(crate) struct Sess {
     sessname: CString,
-    /// In the order given to open; immutable afterwards.
-    paths: KVec<SessPath>,
+    /// In the order given to open.
+    paths: KVec<PathEntry>,
     queue_depth: u32,
     max_io_size: u32,
     max_segments: u32,
     permits: Permits,
+    /// A copy of the caller's `rtrs_clt_ops` (priv, link_ev).
+    ops: RtrsCltOps,
+    /// `paths_up` under `paths_ev_mutex`.
+    paths_ev: Pin<KBox<Mutex<i32>>>,
     /// `mp_policy` (MP_POLICY_*), set through sysfs at any time.
     mp_policy: AtomicI32,
     /// `max_reconnect_attempts`.
@@ -367,11 +379,24 @@ pub(crate) struct Sess {
     dev: Option<SessDev>,
 }
 
+// SAFETY: `ops` holds the caller's private pointer and callback, which rnbd
+// allows from any context; the rest is `Send`/`Sync`.
+unsafe impl Send for Sess {}
+// SAFETY: As above.
+unsafe impl Sync for Sess {}
+
+/// `RTRS_CLT_LINK_EV_RECONNECTED`, `RTRS_CLT_LINK_EV_DISCONNECTED`.
+const RTRS_CLT_LINK_EV_RECONNECTED: c_int = 0;
+const RTRS_CLT_LINK_EV_DISCONNECTED: c_int = 1;
+
 impl Sess {
+    #[allow(clippy::too_many_arguments)]
     fn open(
+        ops: &RtrsCltOps,
         pathname: &CStr,
         paths: &[RtrsAddr],
         pdu_sz: usize,
+        reconnect_delay_sec: u8,
         max_reconnect_attempts: i16,
         nr_poll_queues: u32,
     ) -> Result<KBox<Self>> {
@@ -391,24 +416,31 @@ impl Sess {
         })?;
         let dev = SessDev(NonNull::new(dev).ok_or(ENOMEM)?);
         let paths_uuid = uuid_gen();
-        let mut sps: KVec<SessPath> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
+        let mut entries: KVec<PathEntry> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
         let mut queue_depth = 0u32;
         let mut max_io_size = 0u32;
         let mut max_segments = RTRS_MAX_SEGMENTS;
         let mut res = Ok(());
         for (i, a) in paths.iter().enumerate() {
-            let r = Self::open_path(g, &sessname, &dev, a, paths_uuid, i == 0, nr_poll_queues)
-                .and_then(|sp| {
-                    let info = sp.path.info().ok_or(EINVAL)?;
-                    queue_depth = info.queue_depth;
-                    if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size)
-                    {
-                        max_io_size = info.max_io_size;
-                    }
-                    max_segments = max_segments.min(info.max_pages_per_mr);
-                    sps.push(sp, GFP_KERNEL)?;
-                    Ok(())
-                });
+            let r = Self::open_path(
+                g,
+                &sessname,
+                &dev,
+                a,
+                paths_uuid,
+                i == 0,
+                nr_poll_queues,
+                u32::from(reconnect_delay_sec),
+            )
+            .and_then(|(e, info)| {
+                queue_depth = info.queue_depth;
+                if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size) {
+                    max_io_size = info.max_io_size;
+                }
+                max_segments = max_segments.min(info.max_pages_per_mr);
+                entries.push(e, GFP_KERNEL)?;
+                Ok(())
+            });
             if let Err(e) = r {
                 res = Err(e);
                 break;
@@ -419,44 +451,62 @@ impl Sess {
             for _ in 0..nr_cpu_ids() {
                 rr.push(AtomicUsize::new(usize::MAX), GFP_KERNEL)?;
             }
-            Ok((Permits::new(queue_depth, pdu_sz)?, rr))
+            let ev = KBox::pin_init(new_mutex!(0i32, "rtrs_rs_paths_ev_mutex"), GFP_KERNEL)?;
+            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev))
         });
-        match res {
-            Ok((permits, rr_cursor)) => {
-                let sess = KBox::new(
-                    Sess {
-                        sessname,
-                        paths: sps,
-                        queue_depth,
-                        max_io_size,
-                        max_segments,
-                        permits,
-                        mp_policy: AtomicI32::new(MpPolicy::MinInflight.as_raw()),
-                        max_reconnect_attempts: AtomicI32::new(i32::from(max_reconnect_attempts)),
-                        rr_cursor,
-                        dev: Some(dev),
-                    },
-                    GFP_KERNEL,
-                )?;
-                if let Some(d) = sess.dev.as_ref() {
-                    let p: *const Sess = &*sess;
-                    // SAFETY: The device is registered; the boxed session
-                    // outlives it (`close` drops the device first).
-                    unsafe {
-                        bindings::rtrs_rs_sess_dev_set_sess(d.0.as_ptr(), p.cast_mut().cast())
-                    };
-                }
-                Ok(sess)
-            }
+        let (permits, rr_cursor, paths_ev) = match res {
+            Ok(v) => v,
             Err(e) => {
-                Self::close_paths(&mut sps);
+                Self::close_paths(&mut entries);
                 drop(dev);
-                Err(e)
+                return Err(e);
             }
+        };
+        let sess = KBox::new(
+            Sess {
+                sessname,
+                paths: entries,
+                queue_depth,
+                max_io_size,
+                max_segments,
+                permits,
+                ops: RtrsCltOps {
+                    priv_: ops.priv_,
+                    link_ev: ops.link_ev,
+                },
+                paths_ev,
+                mp_policy: AtomicI32::new(MpPolicy::MinInflight.as_raw()),
+                max_reconnect_attempts: AtomicI32::new(i32::from(max_reconnect_attempts)),
+                rr_cursor,
+                dev: Some(dev),
+            },
+            GFP_KERNEL,
+        );
+        let sess = match sess {
+            Ok(s) => s,
+            Err(e) => return Err(e.into()),
+        };
+        let p: *const Sess = &*sess;
+        {
+            // Paths that went down meanwhile are not established any more;
+            // from here on `path_up`/`path_down` keep the count.
+            let mut up = sess.paths_ev.lock();
+            for e in sess.paths.iter() {
+                e.sp.set_sess(p);
+            }
+            *up = i32::try_from(sess.paths.iter().filter(|e| e.sp.established()).count())
+                .unwrap_or(0);
         }
+        if let Some(d) = sess.dev.as_ref() {
+            // SAFETY: The device is registered; the boxed session outlives
+            // it (`close` drops the device first).
+            unsafe { bindings::rtrs_rs_sess_dev_set_sess(d.0.as_ptr(), p.cast_mut().cast()) };
+        }
+        Ok(sess)
     }
 
     /// `alloc_path` + `init_path` + `rtrs_clt_create_path_files` for one path.
+    #[allow(clippy::too_many_arguments)]
     fn open_path(
         g: &Globals,
         sessname: &CStr,
@@ -465,12 +515,13 @@ impl Sess {
         paths_uuid: [u8; 16],
         first: bool,
         nr_poll_queues: u32,
-    ) -> Result<SessPath> {
+        reconnect_delay_sec: u32,
+    ) -> Result<(PathEntry, PathInfo)> {
         // SAFETY: rnbd passes valid sockaddr_storage pointers (src optional).
         let dst = unsafe { a.dst.as_ref() }.ok_or(EINVAL)?;
         // SAFETY: As above.
         let src = unsafe { a.src.as_ref() }.copied().unwrap_or_default();
-        let mut path = Path::connect_ex(
+        let sp = SessPath::new(
             &g.pool,
             sessname,
             &src,
@@ -478,16 +529,15 @@ impl Sess {
             paths_uuid,
             first,
             nr_poll_queues,
+            g.wq,
+            reconnect_delay_sec,
         )?;
-        path.alloc_reqs().inspect_err(|e| {
-            pr_err!("{}: alloc_path_reqs(), err: {:?}\n", sessname, e);
-        })?;
-        path.start_hb(g.wq)?;
-        // rtrs_clt_path_up: successful_cnt goes from -1 to 0.
-        path.shared().stats.inc_reconnect(true);
+        let mut e = PathEntry { sp, kobj: None };
+        e.sp.init_path()?;
+        let info = e.sp.shared().info().ok_or(EINVAL)?;
         // The directory is named "src@dst" with the resolved source, as in C.
-        let s = path.shared().src_addr();
-        let (_, d) = path.shared().addrs();
+        let s = e.sp.shared().src_addr();
+        let (_, d) = e.sp.shared().addrs();
         let mut name = [0u8; NAME_MAX];
         let len = sysfs_fmt::rtrs_addr_to_str(
             &mut name,
@@ -496,26 +546,25 @@ impl Sess {
         );
         let name =
             CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name.get(..len).unwrap_or(&[]))))?;
-        let shared: *const crate::clt::PathShared = path.shared();
-        // SAFETY: The session device is live; the path's `PathShared` is
-        // boxed and outlives the kobject (dropped first, see `close`).
+        let spp: *const SessPath = &*e.sp;
+        // SAFETY: The session device is live; the `SessPath` is boxed and
+        // outlives the kobject (dropped first, see `close_paths`).
         let k = from_err_ptr(unsafe {
-            bindings::rtrs_rs_path_kobj_create(dev.0.as_ptr(), name.as_char_ptr(), shared.cast())
+            bindings::rtrs_rs_path_kobj_create(dev.0.as_ptr(), name.as_char_ptr(), spp.cast())
         })
         .inspect_err(|e| pr_err!("{}: create path files, err: {:?}\n", sessname, e))?;
-        let kobj = Some(PathKobj(NonNull::new(k).ok_or(ENOMEM)?));
-        Ok(SessPath { path, kobj })
+        e.kobj = Some(PathKobj(NonNull::new(k).ok_or(ENOMEM)?));
+        Ok((e, info))
     }
 
-    /// Connections first, then the sysfs directories, then the paths.
-    fn close_paths(sps: &mut KVec<SessPath>) {
-        for sp in sps.iter_mut() {
-            sp.path.close();
+    /// Each path: connections closed (`rtrs_clt_close_conns(path, true)`),
+    /// then its sysfs directory, then the path.
+    fn close_paths(entries: &mut KVec<PathEntry>) {
+        for e in entries.iter_mut() {
+            e.sp.close_conns(true);
+            drop(e.kobj.take());
         }
-        for sp in sps.iter_mut() {
-            drop(sp.kobj.take());
-        }
-        *sps = KVec::new();
+        *entries = KVec::new();
     }
 
     fn close(mut self: KBox<Self>) {
@@ -527,6 +576,39 @@ impl Sess {
         pr_info!("{}: session closed\n", &*self.sessname);
     }
 
+    /// `rtrs_clt_path_up` for the session: RECONNECTED when the first path
+    /// comes back after all were down.
+    pub(crate) fn path_up(&self) {
+        let mut up = self.paths_ev.lock();
+        *up = up.saturating_add(1);
+        if *up == 1 {
+            self.link_ev(RTRS_CLT_LINK_EV_RECONNECTED);
+        }
+    }
+
+    /// `rtrs_clt_path_down` for the session: DISCONNECTED when the last
+    /// established path goes.
+    pub(crate) fn path_down(&self) {
+        let mut up = self.paths_ev.lock();
+        if *up <= 0 {
+            pr_warn!("{}: paths_up underflow\n", &*self.sessname);
+            return;
+        }
+        *up -= 1;
+        if *up == 0 {
+            self.link_ev(RTRS_CLT_LINK_EV_DISCONNECTED);
+        }
+    }
+
+    fn link_ev(&self, ev: c_int) {
+        let ops: *const RtrsCltOps = &self.ops;
+        // SAFETY: `ops` is our copy of the caller's ops; the C helper calls
+        // `link_ev(priv, ev)` if it is set.
+        unsafe { bindings::rtrs_rs_call_link_ev(ops.cast(), ev) };
+    }
+}
+
+impl Sess {
     /// The session name.
     pub(crate) fn sessname(&self) -> &CStr {
         &self.sessname
@@ -557,10 +639,11 @@ impl Sess {
     fn is_connected(&self) -> bool {
         self.paths
             .iter()
-            .any(|p| p.path.shared().state() == RtrsCltState::Connected)
+            .any(|e| e.sp.shared().state() == RtrsCltState::Connected)
     }
 
-    /// `rtrs_clt_request` over the paths (MIN_INFLIGHT order).
+    /// `rtrs_clt_request`: checks the sizes, then `issue`.
+    #[allow(clippy::too_many_arguments)]
     fn request(
         &self,
         read: bool,
@@ -577,8 +660,51 @@ impl Sess {
                 .checked_add(v.iov_len)
                 .ok_or(crate::io::emsgsize())?;
         }
-        let hdr_len = if read {
-            usize::try_from(sg_cnt)
+        let r = Request {
+            read,
+            conf: ops.conf_fn,
+            priv_: ops.priv_,
+            usr,
+            usr_len,
+            data_len,
+            sg,
+            sg_cnt,
+            con_type: permit.con_type,
+            cpu_id: permit.cpu_id,
+            mem_id: permit.mem_id,
+        };
+        self.issue(&r, false)
+    }
+
+    /// `rtrs_clt_failover_req`: posts a request taken back from a failed
+    /// path on another connected one, counting it in that path's failover.
+    pub(crate) fn failover_req(&self, fr: &crate::io::FailedReq<'_>) -> Result {
+        let kv = [Kvec {
+            iov_base: fr.usr.as_ptr().cast_mut().cast(),
+            iov_len: fr.usr.len(),
+        }];
+        let r = Request {
+            read: fr.read,
+            conf: fr.conf,
+            priv_: fr.priv_,
+            usr: &kv,
+            usr_len: fr.usr.len(),
+            data_len: fr.data_len,
+            sg: fr.sg,
+            sg_cnt: fr.sg_cnt,
+            con_type: fr.con_type,
+            cpu_id: fr.cpu_id,
+            mem_id: fr.mem_id,
+        };
+        self.issue(&r, true)
+    }
+
+    /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`):
+    /// offers the request to the CONNECTED paths in the policy's order, each
+    /// at most once, until one posts it. Never sleeps.
+    fn issue(&self, r: &Request<'_>, failover: bool) -> Result {
+        let hdr_len = if r.read {
+            usize::try_from(r.sg_cnt)
                 .ok()
                 .and_then(|n| n.checked_mul(16))
                 .and_then(|n| n.checked_add(8))
@@ -589,8 +715,8 @@ impl Sess {
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
         let mut views = [PathView::new(RtrsCltState::Closed, 0, 0); MAX_PATHS_NUM as usize];
         let n = self.paths.len().min(views.len());
-        for (v, sp) in views.iter_mut().zip(self.paths.iter()) {
-            let sh = sp.path.shared();
+        for (v, e) in views.iter_mut().zip(self.paths.iter()) {
+            let sh = e.sp.shared();
             *v = PathView::new(
                 sh.state(),
                 sh.stats.inflight(),
@@ -607,63 +733,91 @@ impl Sess {
             let v = c.load(Ordering::Relaxed);
             (v != usize::MAX).then_some(v)
         });
+        let guard = RcuGuard::new();
         let mut it = PathIt::new(policy);
-        let mut err = neg(kernel::bindings::ECONNABORTED);
-        let mut out = Err(err);
+        let mut out = Err(neg(kernel::bindings::ECONNABORTED));
         while let Some(i) = it.next_connected(views, n, &mut cursor) {
-            let Some(sp) = self.paths.get(i) else { break };
-            let shared = sp.path.shared();
-            let Some(io) = shared.io() else { continue };
-            let total = usr_len.checked_add(hdr_len).ok_or(crate::io::emsgsize())?;
+            let Some(e) = self.paths.get(i) else { break };
+            let shared = e.sp.shared();
+            // Re-checked under RCU: teardown leaves CONNECTED, then waits
+            // for this section to end before it frees anything.
+            if shared.state() != RtrsCltState::Connected {
+                continue;
+            }
+            let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io()) else {
+                continue;
+            };
+            let total = r
+                .usr_len
+                .checked_add(hdr_len)
+                .ok_or(crate::io::emsgsize())?;
             if total > usize::try_from(io.max_hdr_size()).unwrap_or(0) {
                 pr_warn!(
                     "{}: {} request failed, user message size is {} and header length {}, but max size is {}\n",
                     &*self.sessname,
-                    if read { "Read" } else { "Write" },
-                    usr_len,
+                    if r.read { "Read" } else { "Write" },
+                    r.usr_len,
                     hdr_len,
                     io.max_hdr_size()
                 );
                 return Err(crate::io::emsgsize());
             }
             // rtrs_permit_to_clt_con.
-            let cid = if permit.con_type == RTRS_IO_CON {
+            let cid = if r.con_type == RTRS_IO_CON {
                 let n = u32::from(shared.irq_con_num().saturating_sub(1));
-                permit.cpu_id.checked_rem(n).unwrap_or(0).saturating_add(1)
+                r.cpu_id.checked_rem(n).unwrap_or(0).saturating_add(1)
             } else {
                 0
             };
-            let Some(con) = usize::try_from(cid).ok().and_then(|c| sp.path.con(c)) else {
+            let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
                 continue;
             };
             let args = IoArgs {
-                read,
-                conf: ops.conf_fn,
-                priv_: ops.priv_,
-                usr,
-                usr_len,
-                data_len,
-                sg,
-                sg_cnt,
-                mem_id: permit.mem_id,
+                read: r.read,
+                conf: r.conf,
+                priv_: r.priv_,
+                usr: r.usr,
+                usr_len: r.usr_len,
+                data_len: r.data_len,
+                sg: r.sg,
+                sg_cnt: r.sg_cnt,
+                mem_id: r.mem_id,
                 min_inflight: policy == MpPolicy::MinInflight,
+                con_type: r.con_type,
+                cpu_id: r.cpu_id,
             };
             match io.submit(con, &args) {
                 Ok(()) => {
+                    if failover {
+                        shared.stats.inc_failover();
+                    }
                     out = Ok(());
                     break;
                 }
-                Err(e) => {
-                    err = e;
-                    out = Err(err);
-                }
+                Err(e) => out = Err(e),
             }
         }
+        drop(guard);
         if let Some(c) = slot {
             c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
         }
         out
     }
+}
+
+/// One request as `rtrs_clt_request` got it.
+struct Request<'a> {
+    read: bool,
+    conf: ConfFn,
+    priv_: *mut c_void,
+    usr: &'a [Kvec],
+    usr_len: usize,
+    data_len: usize,
+    sg: *mut bindings::scatterlist,
+    sg_cnt: u32,
+    con_type: u32,
+    cpu_id: u32,
+    mem_id: u32,
 }
 
 /// `wait_event` condition of `free_permits`.
@@ -724,7 +878,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
     path_cnt: usize,
     _port: u16,
     pdu_sz: usize,
-    _reconnect_delay_sec: u8,
+    reconnect_delay_sec: u8,
     max_reconnect_attempts: i16,
     nr_poll_queues: u32,
 ) -> *mut Sess {
@@ -739,7 +893,17 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
         // SAFETY: `paths` has `path_cnt` entries (contract).
         unsafe { core::slice::from_raw_parts(paths, path_cnt) }
     };
-    match Sess::open(name, paths, pdu_sz, max_reconnect_attempts, nr_poll_queues) {
+    // SAFETY: Checked non-null above; valid for the call (contract).
+    let ops = unsafe { &*ops };
+    match Sess::open(
+        ops,
+        name,
+        paths,
+        pdu_sz,
+        reconnect_delay_sec,
+        max_reconnect_attempts,
+        nr_poll_queues,
+    ) {
         Ok(s) => {
             pr_info!(
                 "{}: session opened: paths={} queue_depth={} max_io_size={} max_segments={}\n",
@@ -891,13 +1055,17 @@ pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(clt: *mut Sess, index: u
     let Some(cid) = usize::try_from(index).ok().and_then(|i| i.checked_add(1)) else {
         return cnt;
     };
-    for sp in s.paths.iter() {
-        if sp.path.shared().state() != RtrsCltState::Connected {
+    let guard = RcuGuard::new();
+    for e in s.paths.iter() {
+        if e.sp.shared().state() != RtrsCltState::Connected {
             continue;
         }
+        let Some(path) = e.sp.cur(&guard) else {
+            continue;
+        };
         // C indexes con[index + 1] unchecked; an index past the last
         // connection polls nothing here.
-        cnt = sp.path.con(cid).map_or(0, |c| c.poll_direct());
+        cnt = path.con(cid).map_or(0, |c| c.poll_direct());
         if cnt != 0 {
             break;
         }

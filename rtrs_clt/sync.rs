@@ -86,3 +86,31 @@ impl Completion {
         }
     }
 }
+
+/// An RCU read-side critical section (`rcu_read_lock` until drop). Never
+/// sleep while holding one.
+pub(crate) struct RcuGuard(core::marker::PhantomData<*mut ()>);
+
+impl RcuGuard {
+    /// `rcu_read_lock()`.
+    pub(crate) fn new() -> Self {
+        // SAFETY: No preconditions; paired with the unlock in drop.
+        unsafe { bindings::rtrs_rs_rcu_read_lock() };
+        Self(core::marker::PhantomData)
+    }
+}
+
+impl Drop for RcuGuard {
+    fn drop(&mut self) {
+        // SAFETY: Paired with the lock in `new`, on the same task (the guard
+        // is not `Send`).
+        unsafe { bindings::rtrs_rs_rcu_read_unlock() };
+    }
+}
+
+/// `synchronize_rcu()`: every `RcuGuard` taken before this call has been
+/// dropped when it returns. Sleeps.
+pub(crate) fn synchronize_rcu() {
+    // SAFETY: Process context (callers are works and sysfs/API paths).
+    unsafe { bindings::rtrs_rs_synchronize_rcu() };
+}

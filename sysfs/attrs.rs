@@ -11,7 +11,7 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 
 use crate::bindings;
-use crate::clt::PathShared;
+use crate::path::SessPath;
 use crate::rtrs_core::sysfs_fmt::{self, Errno};
 use crate::sess::{to_rtrs_sockaddr, Sess};
 
@@ -57,7 +57,7 @@ fn trimmed(b: &[u8]) -> &BStr {
 ///
 /// # Safety
 ///
-/// `path` is the `PathShared` the path directory was created for (live
+/// `path` is the `SessPath` the path directory was created for (live
 /// while it is in sysfs); `buf` is a sysfs page.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
@@ -66,7 +66,8 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
     buf: *mut c_char,
 ) -> isize {
     // SAFETY: By the function's contract.
-    let path = unsafe { &*path.cast::<PathShared>() };
+    let sp = unsafe { &*path.cast::<SessPath>() };
+    let path = sp.shared();
     // SAFETY: By the function's contract.
     let page = unsafe { page(buf) };
     let Ok(id) = u32::try_from(id) else {
@@ -111,13 +112,20 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
         bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RESET_ALL => {
             sysfs_fmt::rtrs_clt_reset_all_help(page)
         }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECT => {
+            sysfs_fmt::rtrs_clt_reconnect_show(page)
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DISCONNECT => {
+            sysfs_fmt::rtrs_clt_disconnect_show(page)
+        }
         _ => return EINVAL.to_errno() as isize,
     };
     shown(n)
 }
 
-/// `store` of a path file; only the stats files are writable: "1" resets,
-/// anything else (including "0") is -EINVAL, as STAT_STORE_FUNC.
+/// `store` of a path file: `reconnect` and `disconnect` take "1"; the
+/// stats files reset on "1" and refuse anything else (including "0") with
+/// -EINVAL, as STAT_STORE_FUNC.
 ///
 /// # Safety
 ///
@@ -130,12 +138,44 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     count: usize,
 ) -> isize {
     // SAFETY: By the function's contract.
-    let path = unsafe { &*path.cast::<PathShared>() };
+    let sp = unsafe { &*path.cast::<SessPath>() };
+    let path = sp.shared();
     // SAFETY: By the function's contract.
     let b = unsafe { input(buf, count) };
     let Ok(id) = u32::try_from(id) else {
         return EINVAL.to_errno() as isize;
     };
+    match id {
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECT => {
+            let r = sysfs_fmt::rtrs_clt_reconnect_store(b).and_then(|()| {
+                sp.reconnect_from_sysfs()
+                    .map_err(|e| sysfs_fmt::Errno::from_errno(e.to_errno()))
+            });
+            if let Err(e) = r {
+                if e == Errno::EINVAL {
+                    pr_err!(
+                        "{}: reconnect: unknown value: '{}'\n",
+                        path.sessname(),
+                        trimmed(b)
+                    );
+                }
+            }
+            return stored(r, count);
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DISCONNECT => {
+            let r = sysfs_fmt::rtrs_clt_disconnect_store(b);
+            match r {
+                Ok(()) => sp.disconnect_from_sysfs(),
+                Err(_) => pr_err!(
+                    "{}: disconnect: unknown value: '{}'\n",
+                    path.sessname(),
+                    trimmed(b)
+                ),
+            }
+            return stored(r, count);
+        }
+        _ => {}
+    }
     let reset: fn(&crate::stats::PathStats) = match id {
         bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_FROM
         | bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_TO => {

@@ -45,6 +45,11 @@ impl Errno {
     /// `-EPROTONOSUPPORT`.
     pub const EPROTONOSUPPORT: Errno = Errno(EPROTONOSUPPORT);
 
+    /// From an errno of either sign.
+    pub const fn from_errno(e: i32) -> Errno {
+        Errno(e.wrapping_abs())
+    }
+
     /// The negative errno, as the C store function returns it.
     pub const fn errno(self) -> i32 {
         self.0.wrapping_neg()

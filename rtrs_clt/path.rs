@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A session's path across reconnects (`struct rtrs_clt_path` with its
+//! `err_recovery_work`, `reconnect_dwork` and `close_work`).
+//!
+//! The connections of a path are a [`Path`], published in `SessPath::cur`
+//! while connected. IO reaches it only inside an RCU read-side section
+//! ([`RcuGuard`]) and only if the path reads CONNECTED; teardown leaves
+//! CONNECTED first, unpublishes `cur`, then waits with `synchronize_rcu`
+//! before it drains and frees anything (the mechanism of
+//! `rtrs_clt_stop_and_destroy_conns`). `init` (C's `init_mutex`)
+//! serialises connect and teardown.
+//!
+//! Lock order: `SessPath::init` → `PathShared::inner` → `Con::con_mutex`.
+
+use core::pin::Pin;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
+
+use kernel::ffi::c_void;
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+use crate::bindings;
+use crate::clt::{Path, PathShared, RtrsCltState};
+use crate::io::{FailedReq, IoCtx};
+use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
+use crate::sess::Sess;
+use crate::sync::{synchronize_rcu, RcuGuard};
+use crate::verbs::DevPool;
+
+/// A delayed work owned by a [`SessPath`], freed (after a synchronous
+/// cancel) on drop.
+///
+/// # Invariants
+///
+/// The pointer came from `rtrs_rs_dwork_alloc` and is freed only in drop.
+struct DWork(NonNull<bindings::rtrs_rs_dwork>);
+
+impl DWork {
+    fn new(
+        f: unsafe extern "C" fn(*mut bindings::rtrs_rs_dwork, *mut c_void),
+        ctx: *const SessPath,
+    ) -> Result<Self> {
+        // SAFETY: `f` matches the callback type; `ctx` outlives the work
+        // (the `SessPath` owns it and cancels it when dropped).
+        let w = unsafe { bindings::rtrs_rs_dwork_alloc(Some(f), ctx.cast_mut().cast()) };
+        Ok(Self(NonNull::new(w).ok_or(ENOMEM)?))
+    }
+
+    fn queue(&self, wq: *mut bindings::workqueue_struct, delay_ms: u32) {
+        // SAFETY: By the type invariant; `wq` is the module's workqueue,
+        // which outlives every session.
+        unsafe { bindings::rtrs_rs_dwork_queue(self.0.as_ptr(), wq, delay_ms) };
+    }
+
+    fn cancel_sync(&self) {
+        // SAFETY: By the type invariant.
+        unsafe { bindings::rtrs_rs_dwork_cancel_sync(self.0.as_ptr()) };
+    }
+
+    fn flush(&self) {
+        // SAFETY: By the type invariant.
+        unsafe { bindings::rtrs_rs_dwork_flush(self.0.as_ptr()) };
+    }
+}
+
+impl Drop for DWork {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant; freed once.
+        unsafe { bindings::rtrs_rs_dwork_free(self.0.as_ptr()) };
+    }
+}
+
+/// One path of a session, from `rtrs_clt_open` (or `add_path`) until the
+/// session closes.
+///
+/// # Invariants
+///
+/// A non-null `cur` is a `KBox<Path>` leaked by `init_path`, whose `shared`
+/// is `self.shared`; it is freed only by `stop_and_destroy_conns`, after an
+/// RCU grace period. `sess` is null or the boxed session that owns this
+/// path.
+#[pin_data(PinnedDrop)]
+pub(crate) struct SessPath {
+    /// What survives reconnects; sysfs files and connections point to it.
+    shared: Pin<KBox<PathShared>>,
+    /// The connected `Path`, for IO under RCU; null while down.
+    cur: AtomicPtr<Path>,
+    /// The session, once it exists (set by `Sess::open`).
+    sess: AtomicPtr<Sess>,
+    wq: *mut bindings::workqueue_struct,
+    /// `reconnect_delay_sec` of the session.
+    reconnect_delay_sec: u32,
+    /// `reconnect_attempts` (-1: auto-reconnect disabled).
+    reconnect_attempts: AtomicI32,
+    /// `established`: counted in the session's `paths_up`.
+    established: AtomicBool,
+    /// `init_mutex`.
+    #[pin]
+    init: Mutex<()>,
+    err_recovery: Option<DWork>,
+    reconnect: Option<DWork>,
+    close: Option<DWork>,
+}
+
+// SAFETY: `wq` is the module's workqueue, usable from any thread; `cur` and
+// `sess` follow the type invariant; the rest is `Send`/`Sync`.
+unsafe impl Send for SessPath {}
+// SAFETY: As above.
+unsafe impl Sync for SessPath {}
+
+#[pinned_drop]
+impl PinnedDrop for SessPath {
+    fn drop(self: Pin<&mut Self>) {
+        // The works reference us: stop them first (close_conns ran already,
+        // so none requeues), then anything still connected goes.
+        for w in [&self.close, &self.err_recovery, &self.reconnect] {
+            if let Some(w) = w {
+                w.cancel_sync();
+            }
+        }
+        self.stop_and_destroy_conns();
+    }
+}
+
+/// `err_recovery_work`.
+///
+/// # Safety
+///
+/// `ctx` is the live `SessPath` owning the work.
+unsafe extern "C" fn err_recovery_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
+    // SAFETY: By the function's contract.
+    let sp = unsafe { &*ctx.cast::<SessPath>() };
+    sp.stop_and_destroy_conns();
+    let delay = sp.reconnect_delay_sec.saturating_mul(1000).saturating_add(
+        // SAFETY: No preconditions.
+        unsafe { bindings::rtrs_rs_get_random_u32_below(RTRS_RECONNECT_SEED) },
+    );
+    if let Some(w) = sp.reconnect.as_ref() {
+        w.queue(sp.wq, delay);
+    }
+}
+
+/// `reconnect_dwork`.
+///
+/// # Safety
+///
+/// As `err_recovery_work`.
+unsafe extern "C" fn reconnect_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
+    // SAFETY: By the function's contract.
+    let sp = unsafe { &*ctx.cast::<SessPath>() };
+    sp.reconnect_work();
+}
+
+/// `close_work`.
+///
+/// # Safety
+///
+/// As `err_recovery_work`.
+unsafe extern "C" fn close_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
+    // SAFETY: By the function's contract.
+    let sp = unsafe { &*ctx.cast::<SessPath>() };
+    if let Some(w) = sp.err_recovery.as_ref() {
+        w.cancel_sync();
+    }
+    if let Some(w) = sp.reconnect.as_ref() {
+        w.cancel_sync();
+    }
+    sp.stop_and_destroy_conns();
+    sp.shared.change_state(RtrsCltState::Closed);
+}
+
+impl SessPath {
+    /// `alloc_path`: not connected yet (see `init_path`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        pool: &Arc<DevPool>,
+        sessname: &CStr,
+        src: &bindings::__kernel_sockaddr_storage,
+        dst: &bindings::__kernel_sockaddr_storage,
+        paths_uuid: [u8; 16],
+        for_new_clt: bool,
+        nr_poll_queues: u32,
+        wq: *mut bindings::workqueue_struct,
+        reconnect_delay_sec: u32,
+    ) -> Result<Pin<KBox<Self>>> {
+        let shared = PathShared::new(
+            pool,
+            sessname,
+            src,
+            dst,
+            paths_uuid,
+            for_new_clt,
+            nr_poll_queues,
+        )?;
+        let mut sp = KBox::pin_init(
+            try_pin_init!(SessPath {
+                shared,
+                cur: AtomicPtr::new(core::ptr::null_mut()),
+                sess: AtomicPtr::new(core::ptr::null_mut()),
+                wq,
+                reconnect_delay_sec,
+                reconnect_attempts: AtomicI32::new(0),
+                established: AtomicBool::new(false),
+                init <- new_mutex!((), "rtrs_rs_init_mutex"),
+                err_recovery: None,
+                reconnect: None,
+                close: None,
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        let p: *const SessPath = &*sp;
+        let er = DWork::new(err_recovery_work, p)?;
+        let rc = DWork::new(reconnect_work, p)?;
+        let cl = DWork::new(close_work, p)?;
+        // SAFETY: The works are fields, not structurally pinned.
+        let m = unsafe { sp.as_mut().get_unchecked_mut() };
+        // SAFETY: The works live as long as `shared` (fields of the same
+        // struct, cancelled in drop before `shared` goes); `wq` outlives us.
+        unsafe { m.shared.set_works(er.0.as_ptr(), cl.0.as_ptr(), wq) };
+        m.err_recovery = Some(er);
+        m.reconnect = Some(rc);
+        m.close = Some(cl);
+        Ok(sp)
+    }
+
+    /// What survives reconnects.
+    pub(crate) fn shared(&self) -> &PathShared {
+        &self.shared
+    }
+
+    /// Links the path to its session, once the session exists.
+    pub(crate) fn set_sess(&self, sess: *const Sess) {
+        self.sess.store(sess.cast_mut(), Ordering::Release);
+    }
+
+    /// The connected `Path` while `guard` is held, if it is published.
+    pub(crate) fn cur<'a>(&'a self, _guard: &'a RcuGuard) -> Option<&'a Path> {
+        let p = self.cur.load(Ordering::Acquire);
+        // SAFETY: By the type invariant, a published `Path` is freed only
+        // after an RCU grace period, and `_guard` holds one off.
+        unsafe { p.as_ref() }
+    }
+
+    /// `init_path`: connects, allocates the request slots, starts the
+    /// heartbeat and publishes the connections; the state is CONNECTED.
+    /// `rtrs_clt_path_up` follows once `init` is released (see `path_up`).
+    pub(crate) fn init_path(&self) -> Result {
+        {
+            let _g = self.init.lock();
+            // SAFETY: `shared` outlives every `Path` made from it: it is
+            // dropped after `cur` (see drop).
+            let mut path = unsafe { Path::connect(&self.shared) }.inspect_err(|e| {
+                pr_err!(
+                    "{}: init_conns() failed: err={}\n",
+                    self.shared.sessname(),
+                    e.to_errno()
+                )
+            })?;
+            path.alloc_reqs().inspect_err(|e| {
+                pr_err!(
+                    "{}: alloc_path_reqs(), err: {:?}\n",
+                    self.shared.sessname(),
+                    e
+                )
+            })?;
+            path.start_hb(self.wq)?;
+            let old = self.cur.swap(
+                KBox::into_raw(KBox::new(path, GFP_KERNEL)?),
+                Ordering::AcqRel,
+            );
+            if !old.is_null() {
+                // Cannot happen: teardown unpublishes under `init`.
+                pr_err!("{}: path published twice\n", self.shared.sessname());
+            }
+        }
+        self.path_up();
+        Ok(())
+    }
+
+    /// Counted in the session's `paths_up`.
+    pub(crate) fn established(&self) -> bool {
+        self.established.load(Ordering::Acquire)
+    }
+
+    /// `rtrs_clt_path_up`. `established` first: `Sess::open` counts the
+    /// established paths when it links them (under `paths_ev`).
+    fn path_up(&self) {
+        self.established.store(true, Ordering::Release);
+        // SAFETY: `sess` is null or the live session owning us.
+        if let Some(sess) = unsafe { self.sess.load(Ordering::Acquire).as_ref() } {
+            sess.path_up();
+        }
+        self.reconnect_attempts.store(0, Ordering::Relaxed);
+        self.shared.stats.inc_reconnect(true);
+    }
+
+    /// `rtrs_clt_path_down`.
+    fn path_down(&self) {
+        if !self.established.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        // SAFETY: `sess` is null or the live session owning us.
+        if let Some(sess) = unsafe { self.sess.load(Ordering::Acquire).as_ref() } {
+            sess.path_down();
+        }
+    }
+
+    /// `rtrs_clt_stop_and_destroy_conns`. Process context.
+    pub(crate) fn stop_and_destroy_conns(&self) {
+        {
+            let _g = self.init.lock();
+            let p = self.cur.swap(core::ptr::null_mut(), Ordering::AcqRel);
+            // Every submitter that saw the path CONNECTED is out now.
+            synchronize_rcu();
+            if !p.is_null() {
+                // SAFETY: By the type invariant; unpublished and past a
+                // grace period, so this is the only user.
+                let mut path = unsafe { KBox::from_raw(p) };
+                path.teardown(|io| self.fail_all_outstanding_reqs(io));
+                drop(path);
+            }
+        }
+        self.path_down();
+    }
+
+    /// `fail_all_outstanding_reqs`: each request still in flight is failed
+    /// over to another path, or confirmed with the error.
+    fn fail_all_outstanding_reqs(&self, io: &IoCtx) {
+        // SAFETY: `sess` is null or the live session owning us.
+        let sess = unsafe { self.sess.load(Ordering::Acquire).as_ref() };
+        io.fail_outstanding(&self.shared.stats, |fr: &FailedReq<'_>| match sess {
+            Some(s) => s.failover_req(fr),
+            None => Err(crate::io::econnaborted()),
+        });
+    }
+
+    /// `rtrs_clt_reconnect_work`.
+    fn reconnect_work(&self) {
+        if self.shared.state() != RtrsCltState::Reconnecting {
+            return;
+        }
+        if self.shared.qd_changed.swap(false, Ordering::Relaxed) {
+            self.reconnect_attempts.store(-1, Ordering::Relaxed);
+        }
+        // C compares int attempts with unsigned max: -1 means "never" for
+        // max and "always exceeded" for attempts.
+        let attempts = self.reconnect_attempts.load(Ordering::Relaxed) as u32;
+        let max = self.max_reconnect_attempts() as u32;
+        if attempts >= max {
+            self.close_conns(false);
+            return;
+        }
+        self.reconnect_attempts.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: Process context (a work).
+        unsafe { bindings::rtrs_rs_msleep(RTRS_RECONNECT_BACKOFF) };
+        let (changed, _) = self.shared.change_state_get_old(RtrsCltState::Connecting);
+        if changed && self.init_path().is_err() {
+            let (again, _) = self.shared.change_state_get_old(RtrsCltState::Reconnecting);
+            if again {
+                self.shared.stats.inc_reconnect(false);
+                if let Some(w) = self.err_recovery.as_ref() {
+                    w.queue(self.wq, 0);
+                }
+            }
+        }
+    }
+
+    fn max_reconnect_attempts(&self) -> i32 {
+        // SAFETY: `sess` is null or the live session owning us.
+        unsafe { self.sess.load(Ordering::Acquire).as_ref() }
+            .map_or(0, |s| s.max_reconnect_attempts())
+    }
+
+    /// `rtrs_clt_close_conns`: CLOSING, then the close work; with `wait`,
+    /// until it has finished (CLOSED).
+    pub(crate) fn close_conns(&self, wait: bool) {
+        self.shared.close_conns_nowait();
+        if wait {
+            if let Some(w) = self.close.as_ref() {
+                w.flush();
+            }
+        }
+    }
+
+    /// `rtrs_clt_reconnect_from_sysfs`: 0 once CONNECTED again, -ENOTCONN
+    /// if the attempt failed, -EBUSY if the path is neither down nor
+    /// reconnecting.
+    pub(crate) fn reconnect_from_sysfs(&self) -> Result {
+        let (changed, old) = self.shared.change_state_get_old(RtrsCltState::Reconnecting);
+        if changed {
+            self.reconnect_attempts.store(0, Ordering::Relaxed);
+            self.stop_and_destroy_conns();
+            if let Some(w) = self.reconnect.as_ref() {
+                w.queue(self.wq, 0);
+            }
+        }
+        if changed || old == RtrsCltState::Reconnecting {
+            if let Some(w) = self.reconnect.as_ref() {
+                w.flush();
+            }
+            return if self.shared.state() == RtrsCltState::Connected {
+                Ok(())
+            } else {
+                Err(Error::from_errno(
+                    0i32.saturating_sub_unsigned(kernel::bindings::ENOTCONN),
+                ))
+            };
+        }
+        Err(EBUSY)
+    }
+
+    /// `rtrs_clt_disconnect_from_sysfs`.
+    pub(crate) fn disconnect_from_sysfs(&self) {
+        self.close_conns(true);
+    }
+}
