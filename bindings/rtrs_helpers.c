@@ -8,6 +8,7 @@
 #include <linux/device.h>
 #include <linux/delay.h>
 #include <linux/inet.h>
+#include <linux/netdevice.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/percpu.h>
@@ -283,4 +284,16 @@ void rtrs_rs_msleep(unsigned int ms)
 u32 rtrs_rs_get_random_u32_below(u32 ceil)
 {
 	return get_random_u32_below(ceil);
+}
+
+int rtrs_rs_dev_ifindex(const char *name)
+{
+	struct net_device *ndev = dev_get_by_name(&init_net, name);
+	int ifindex = 0;
+
+	if (ndev) {
+		ifindex = ndev->ifindex;
+		dev_put(ndev);
+	}
+	return ifindex;
 }

@@ -79,6 +79,9 @@ void *rtrs_rs_per_cpu_ptr(void *p, int cpu);
 /* cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end. */
 unsigned int rtrs_rs_next_possible_cpu(int prev);
 
+/* dev_get_by_name(&init_net, name) -> ifindex, 0 if there is none. */
+int rtrs_rs_dev_ifindex(const char *name);
+
 /* raw_smp_processor_id() (a macro). */
 unsigned int rtrs_rs_raw_smp_processor_id(void);
 
@@ -138,10 +141,14 @@ struct rtrs_rs_path_kobj *rtrs_rs_path_kobj_create(struct rtrs_rs_sess_dev *sd,
 						   const char *name,
 						   const void *path);
 void rtrs_rs_path_kobj_destroy(struct rtrs_rs_path_kobj *pk);
+/* From a store on the directory's own file attr (a struct attribute). */
+void rtrs_rs_path_kobj_destroy_self(struct rtrs_rs_path_kobj *pk,
+				    const void *attr);
 /* The session's own files (rtrs-clt-sysfs.c names). */
 enum rtrs_rs_sess_attr_id {
 	RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS,
 	RTRS_RS_SA_MPATH_POLICY,
+	RTRS_RS_SA_ADD_PATH,
 };
 /* Publishes the Rust session to the session files (NULL: -ENODEV). */
 void rtrs_rs_sess_dev_set_sess(struct rtrs_rs_sess_dev *sd, void *sess);
@@ -165,10 +172,11 @@ enum rtrs_rs_path_attr_id {
 	RTRS_RS_PA_RESET_ALL,
 	RTRS_RS_PA_RECONNECT,
 	RTRS_RS_PA_DISCONNECT,
+	RTRS_RS_PA_REMOVE_PATH,
 };
 /* Implemented in Rust: show and store of a path file. */
 ssize_t rtrs_rs_path_attr_show(const void *path, int id, char *buf);
 ssize_t rtrs_rs_path_attr_store(const void *path, int id, const char *buf,
-				size_t count);
+				size_t count, const void *attr);
 
 #endif /* RTRS_RS_HELPERS_H */

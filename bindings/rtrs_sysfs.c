@@ -68,10 +68,12 @@ static struct rtrs_rs_sess_attr rtrs_rs_sa_##_name = {			\
 
 RS_SESS_ATTR_RW(max_reconnect_attempts, RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS);
 RS_SESS_ATTR_RW(mpath_policy, RTRS_RS_SA_MPATH_POLICY);
+RS_SESS_ATTR_RW(add_path, RTRS_RS_SA_ADD_PATH);
 
 static struct attribute *rtrs_rs_sess_attrs[] = {
 	&rtrs_rs_sa_max_reconnect_attempts.dattr.attr,
 	&rtrs_rs_sa_mpath_policy.dattr.attr,
+	&rtrs_rs_sa_add_path.dattr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(rtrs_rs_sess);
@@ -155,7 +157,7 @@ static ssize_t rtrs_rs_path_store(struct kobject *kobj,
 
 	return rtrs_rs_path_attr_store(pk->path,
 		container_of(attr, struct rtrs_rs_path_attr, kattr)->id,
-		buf, count);
+		buf, count, &attr->attr);
 }
 
 /* paths/<name>/stats/<file>: the stats kobject's parent is the path's. */
@@ -174,7 +176,7 @@ static ssize_t rtrs_rs_stats_store(struct kobject *kobj,
 
 	return rtrs_rs_path_attr_store(pk->path,
 		container_of(attr, struct rtrs_rs_path_attr, kattr)->id,
-		buf, count);
+		buf, count, &attr->attr);
 }
 
 #define RS_PATH_ATTR_RO(_name, _id)					\
@@ -204,6 +206,7 @@ RS_PATH_ATTR_RO(dst_addr, RTRS_RS_PA_DST_ADDR);
 RS_PATH_ATTR_RO(state, RTRS_RS_PA_STATE);
 RS_PATH_ATTR_RW(reconnect, RTRS_RS_PA_RECONNECT);
 RS_PATH_ATTR_RW(disconnect, RTRS_RS_PA_DISCONNECT);
+RS_PATH_ATTR_RW(remove_path, RTRS_RS_PA_REMOVE_PATH);
 RS_PATH_ATTR_RO(cur_latency, RTRS_RS_PA_CUR_LATENCY);
 
 RS_STATS_ATTR(cpu_migration_from, RTRS_RS_PA_CPU_MIGRATION_FROM);
@@ -220,6 +223,7 @@ static struct attribute *rtrs_rs_path_attrs[] = {
 	&rtrs_rs_pa_state.kattr.attr,
 	&rtrs_rs_pa_reconnect.kattr.attr,
 	&rtrs_rs_pa_disconnect.kattr.attr,
+	&rtrs_rs_pa_remove_path.kattr.attr,
 	&rtrs_rs_pa_cur_latency.kattr.attr,
 	NULL,
 };
@@ -292,4 +296,11 @@ void rtrs_rs_path_kobj_destroy(struct rtrs_rs_path_kobj *pk)
 	kobject_put(pk->stats);
 	kobject_del(&pk->kobj);
 	kobject_put(&pk->kobj);
+}
+
+void rtrs_rs_path_kobj_destroy_self(struct rtrs_rs_path_kobj *pk,
+				    const void *attr)
+{
+	sysfs_remove_file_self(&pk->kobj, attr);
+	rtrs_rs_path_kobj_destroy(pk);
 }

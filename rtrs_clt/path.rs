@@ -231,6 +231,12 @@ impl SessPath {
         &self.shared
     }
 
+    /// The session, once linked.
+    pub(crate) fn sess(&self) -> Option<&Sess> {
+        // SAFETY: `sess` is null or the live session owning us.
+        unsafe { self.sess.load(Ordering::Acquire).as_ref() }
+    }
+
     /// Links the path to its session, once the session exists.
     pub(crate) fn set_sess(&self, sess: *const Sess) {
         self.sess.store(sess.cast_mut(), Ordering::Release);

@@ -29,7 +29,7 @@ use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView};
 use crate::rtrs_core::proto::{MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::{imm, sysfs_fmt};
-use crate::sync::RcuGuard;
+use crate::sync::{synchronize_rcu, RcuGuard};
 use crate::verbs::DevPool;
 
 fn neg(code: u32) -> Error {
@@ -302,12 +302,82 @@ impl Drop for SessDev {
 /// paths/<src@dst>: the files of the `SessPath` it was created for.
 struct PathKobj(NonNull<bindings::rtrs_rs_path_kobj>);
 
+impl PathKobj {
+    /// Removes the directory from within a store on its own `attr`
+    /// (`sysfs_remove_file_self` first, as `rtrs_clt_destroy_path_files`).
+    fn destroy_self(self, attr: *const c_void) {
+        let p = self.0.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: Created by `rtrs_rs_path_kobj_create`, destroyed once
+        // here (not in drop, forgotten above); `attr` is the attribute
+        // whose store is running.
+        unsafe { bindings::rtrs_rs_path_kobj_destroy_self(p, attr) };
+    }
+}
+
 impl Drop for PathKobj {
     fn drop(&mut self) {
         // SAFETY: Created by `rtrs_rs_path_kobj_create`, destroyed once here;
         // kobject_del waits for running shows, so the path may go after.
         unsafe { bindings::rtrs_rs_path_kobj_destroy(self.0.as_ptr()) };
     }
+}
+
+/// A parsed address as the `sockaddr_storage` `rtrs_addr_to_sockaddr`
+/// fills: `sockaddr_in`, `sockaddr_in6` or `sockaddr_ib` (sid mask all ones).
+pub(crate) fn from_rtrs_sockaddr(
+    a: &sysfs_fmt::RtrsSockaddr,
+) -> bindings::__kernel_sockaddr_storage {
+    let mut ss = bindings::__kernel_sockaddr_storage::default();
+    let p: *mut bindings::__kernel_sockaddr_storage = &mut ss;
+    // SAFETY: Plain data, written as bytes within its size.
+    let b = unsafe {
+        core::slice::from_raw_parts_mut(
+            p.cast::<u8>(),
+            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
+        )
+    };
+    let mut put = |off: usize, v: &[u8]| {
+        if let Some(d) = off.checked_add(v.len()).and_then(|end| b.get_mut(off..end)) {
+            d.copy_from_slice(v);
+        }
+    };
+    put(0, &a.family().to_ne_bytes());
+    match *a {
+        sysfs_fmt::RtrsSockaddr::Inet { addr, port } => {
+            put(2, &port.to_be_bytes());
+            put(4, &addr);
+        }
+        sysfs_fmt::RtrsSockaddr::Inet6 {
+            addr,
+            port,
+            scope_id,
+        } => {
+            put(2, &port.to_be_bytes());
+            put(8, &addr);
+            put(24, &scope_id.to_ne_bytes());
+        }
+        sysfs_fmt::RtrsSockaddr::Ib { gid, sid } => {
+            put(8, &gid);
+            put(24, &sid.to_be_bytes());
+            put(32, &u64::MAX.to_be_bytes());
+        }
+    }
+    ss
+}
+
+/// `dev_get_by_name` for an IPv6 "%scope": the interface index.
+pub(crate) fn dev_ifindex(name: &[u8]) -> Option<u32> {
+    let mut buf = [0u8; 16];
+    if name.len() >= buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = *s;
+    }
+    // SAFETY: `buf` is NUL-terminated.
+    let i = unsafe { bindings::rtrs_rs_dev_ifindex(buf.as_ptr().cast()) };
+    u32::try_from(i).ok().filter(|&i| i != 0)
 }
 
 /// The parts of a `sockaddr_storage` that `rtrs_addr_to_str` prints.
@@ -347,20 +417,140 @@ pub(crate) fn to_rtrs_sockaddr(
 // The session
 // ---------------------------------------------------------------------------
 
-/// A path and its sysfs directory.
+/// A path and its sysfs directory (created once the path is up).
 struct PathEntry {
     sp: Pin<KBox<SessPath>>,
     kobj: Option<PathKobj>,
 }
 
+/// The session's paths (`paths_list` and `paths_num`): boxed entries in
+/// list order. Readers walk it under an [`RcuGuard`]; it changes only under
+/// `Sess::paths_mutex`, and a removed entry is freed after a grace period.
+///
+/// # Invariants
+///
+/// The first `num` slots hold entries leaked from `KBox<PathEntry>` (a
+/// slot may transiently read null or repeat its neighbour while `remove`
+/// shifts); the rest are null. An entry is freed only by its remover.
+struct PathList {
+    slots: KVec<AtomicPtr<PathEntry>>,
+    num: AtomicUsize,
+}
+
+impl PathList {
+    fn new() -> Result<Self> {
+        let mut slots = KVec::with_capacity(MAX_PATHS_NUM as usize, GFP_KERNEL)?;
+        for _ in 0..MAX_PATHS_NUM {
+            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+        }
+        Ok(Self {
+            slots,
+            num: AtomicUsize::new(0),
+        })
+    }
+
+    /// `paths_num`.
+    fn len(&self) -> usize {
+        self.num.load(Ordering::Acquire)
+    }
+
+    /// The entry in slot `i`, valid while `_g` is held.
+    fn get<'a>(&'a self, i: usize, _g: &'a RcuGuard) -> Option<&'a PathEntry> {
+        let p = self.slots.get(i)?.load(Ordering::Acquire);
+        // SAFETY: By the type invariant entries are freed only after a
+        // grace period, which `_g` holds off.
+        unsafe { p.as_ref() }
+    }
+
+    /// The entries in order, valid while `g` is held.
+    fn iter<'a>(&'a self, g: &'a RcuGuard) -> impl Iterator<Item = (usize, &'a PathEntry)> + 'a {
+        (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
+    }
+
+    /// `rtrs_clt_add_path_to_arr`; the caller holds `paths_mutex`.
+    fn push(&self, e: KBox<PathEntry>) -> core::result::Result<*const PathEntry, KBox<PathEntry>> {
+        let n = self.len();
+        let Some(slot) = self.slots.get(n) else {
+            return Err(e);
+        };
+        let p = KBox::into_raw(e);
+        slot.store(p, Ordering::Release);
+        self.num.store(n.saturating_add(1), Ordering::Release);
+        Ok(p)
+    }
+
+    /// `rtrs_clt_remove_path_from_arr`; the caller holds `paths_mutex`.
+    /// Returns the entry's former index and the entry, which nobody can
+    /// reach any more.
+    fn remove(&self, e: *const PathEntry) -> Option<(usize, KBox<PathEntry>)> {
+        let n = self.len();
+        let i = (0..n).find(|&i| {
+            self.slots
+                .get(i)
+                .is_some_and(|s| core::ptr::eq(s.load(Ordering::Acquire), e))
+        })?;
+        for j in i..n {
+            let next = self
+                .slots
+                .get(j.saturating_add(1))
+                .filter(|_| j.saturating_add(1) < n)
+                .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+            if let Some(s) = self.slots.get(j) {
+                s.store(next, Ordering::Release);
+            }
+        }
+        // Readers see the list without the entry before `num` drops (see
+        // rtrs_clt_remove_path_from_arr), and none holds it after this.
+        synchronize_rcu();
+        self.num.store(n.saturating_sub(1), Ordering::Release);
+        // SAFETY: Leaked by `push`, unlinked and past a grace period.
+        Some((i, unsafe { KBox::from_raw(e.cast_mut()) }))
+    }
+
+    /// Empties the list (session close; no IO runs any more).
+    fn take_all(&self) -> KVec<KBox<PathEntry>> {
+        let mut v = KVec::new();
+        let n = self.len();
+        self.num.store(0, Ordering::Release);
+        synchronize_rcu();
+        for s in self.slots.iter().take(n) {
+            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: Leaked by `push`, unlinked and past a grace period.
+                let e = unsafe { KBox::from_raw(p) };
+                // On ENOMEM the entry is dropped (closed) right here.
+                let _ = v.push(e, GFP_KERNEL);
+            }
+        }
+        v
+    }
+}
+
+impl Drop for PathList {
+    fn drop(&mut self) {
+        drop(self.take_all());
+    }
+}
+
 /// `struct rtrs_clt_sess`: what rnbd holds as `struct rtrs_clt_sess *`.
 ///
-/// The path list is fixed from open to close, so IO walks it without a
-/// lock; each path's connections are reached under RCU (see `path`).
+/// IO walks the path list and reaches each path's connections under RCU
+/// (see `PathList` and `crate::path`).
+///
+/// Lock order: `paths_mutex` → `SessPath::init` → `paths_ev`.
 pub(crate) struct Sess {
     sessname: CString,
-    /// In the order given to open.
-    paths: KVec<PathEntry>,
+    /// `paths_list`, in the order given to open, then `add_path` order.
+    paths: PathList,
+    /// `paths_mutex`: serialises add, remove and close; `true` once the
+    /// session closes (no path may be added or removed then).
+    paths_mutex: Pin<KBox<Mutex<bool>>>,
+    /// `port` given to open, for `add_path`.
+    port: u16,
+    /// `reconnect_delay_sec` given to open, for `add_path`.
+    reconnect_delay_sec: u32,
+    /// `paths_uuid`: the session's id on the server.
+    paths_uuid: [u8; 16],
     queue_depth: u32,
     max_io_size: u32,
     max_segments: u32,
@@ -395,6 +585,7 @@ impl Sess {
         ops: &RtrsCltOps,
         pathname: &CStr,
         paths: &[RtrsAddr],
+        port: u16,
         pdu_sz: usize,
         reconnect_delay_sec: u8,
         max_reconnect_attempts: i16,
@@ -416,7 +607,7 @@ impl Sess {
         })?;
         let dev = SessDev(NonNull::new(dev).ok_or(ENOMEM)?);
         let paths_uuid = uuid_gen();
-        let mut entries: KVec<PathEntry> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
+        let mut entries: KVec<KBox<PathEntry>> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
         let mut queue_depth = 0u32;
         let mut max_io_size = 0u32;
         let mut max_segments = RTRS_MAX_SEGMENTS;
@@ -438,7 +629,7 @@ impl Sess {
                     max_io_size = info.max_io_size;
                 }
                 max_segments = max_segments.min(info.max_pages_per_mr);
-                entries.push(e, GFP_KERNEL)?;
+                entries.push(KBox::new(e, GFP_KERNEL)?, GFP_KERNEL)?;
                 Ok(())
             });
             if let Err(e) = r {
@@ -452,9 +643,11 @@ impl Sess {
                 rr.push(AtomicUsize::new(usize::MAX), GFP_KERNEL)?;
             }
             let ev = KBox::pin_init(new_mutex!(0i32, "rtrs_rs_paths_ev_mutex"), GFP_KERNEL)?;
-            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev))
+            let pm = KBox::pin_init(new_mutex!(false, "rtrs_rs_paths_mutex"), GFP_KERNEL)?;
+            let list = PathList::new()?;
+            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev, pm, list))
         });
-        let (permits, rr_cursor, paths_ev) = match res {
+        let (permits, rr_cursor, paths_ev, paths_mutex, list) = match res {
             Ok(v) => v,
             Err(e) => {
                 Self::close_paths(&mut entries);
@@ -462,10 +655,18 @@ impl Sess {
                 return Err(e);
             }
         };
+        for e in entries {
+            // Cannot fail: `entries` has at most MAX_PATHS_NUM paths.
+            let _ = list.push(e);
+        }
         let sess = KBox::new(
             Sess {
                 sessname,
-                paths: entries,
+                paths: list,
+                paths_mutex,
+                port,
+                reconnect_delay_sec: u32::from(reconnect_delay_sec),
+                paths_uuid,
                 queue_depth,
                 max_io_size,
                 max_segments,
@@ -482,20 +683,23 @@ impl Sess {
             },
             GFP_KERNEL,
         );
-        let sess = match sess {
-            Ok(s) => s,
-            Err(e) => return Err(e.into()),
-        };
+        // On ENOMEM the paths (in `PathList`) close as it drops.
+        let sess = sess?;
         let p: *const Sess = &*sess;
         {
             // Paths that went down meanwhile are not established any more;
             // from here on `path_up`/`path_down` keep the count.
             let mut up = sess.paths_ev.lock();
-            for e in sess.paths.iter() {
+            let g = RcuGuard::new();
+            let mut n = 0i32;
+            for (_, e) in sess.paths.iter(&g) {
                 e.sp.set_sess(p);
+                if e.sp.established() {
+                    n = n.saturating_add(1);
+                }
             }
-            *up = i32::try_from(sess.paths.iter().filter(|e| e.sp.established()).count())
-                .unwrap_or(0);
+            drop(g);
+            *up = n;
         }
         if let Some(d) = sess.dev.as_ref() {
             // SAFETY: The device is registered; the boxed session outlives
@@ -535,31 +739,13 @@ impl Sess {
         let mut e = PathEntry { sp, kobj: None };
         e.sp.init_path()?;
         let info = e.sp.shared().info().ok_or(EINVAL)?;
-        // The directory is named "src@dst" with the resolved source, as in C.
-        let s = e.sp.shared().src_addr();
-        let (_, d) = e.sp.shared().addrs();
-        let mut name = [0u8; NAME_MAX];
-        let len = sysfs_fmt::rtrs_addr_to_str(
-            &mut name,
-            to_rtrs_sockaddr(&s).as_ref(),
-            to_rtrs_sockaddr(d).as_ref(),
-        );
-        let name =
-            CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name.get(..len).unwrap_or(&[]))))?;
-        let spp: *const SessPath = &*e.sp;
-        // SAFETY: The session device is live; the `SessPath` is boxed and
-        // outlives the kobject (dropped first, see `close_paths`).
-        let k = from_err_ptr(unsafe {
-            bindings::rtrs_rs_path_kobj_create(dev.0.as_ptr(), name.as_char_ptr(), spp.cast())
-        })
-        .inspect_err(|e| pr_err!("{}: create path files, err: {:?}\n", sessname, e))?;
-        e.kobj = Some(PathKobj(NonNull::new(k).ok_or(ENOMEM)?));
+        e.kobj = Some(Self::create_path_files(dev, &e.sp)?);
         Ok((e, info))
     }
 
     /// Each path: connections closed (`rtrs_clt_close_conns(path, true)`),
     /// then its sysfs directory, then the path.
-    fn close_paths(entries: &mut KVec<PathEntry>) {
+    fn close_paths(entries: &mut KVec<KBox<PathEntry>>) {
         for e in entries.iter_mut() {
             e.sp.close_conns(true);
             drop(e.kobj.take());
@@ -571,7 +757,12 @@ impl Sess {
         // free_permits' wait, first: no request may be in flight below.
         let ctx: *mut c_void = (&self.permits as *const Permits).cast_mut().cast();
         self.permits.wait(permits_all_free, ctx);
-        Self::close_paths(&mut self.paths);
+        let mut entries = {
+            let mut closing = self.paths_mutex.lock();
+            *closing = true;
+            self.paths.take_all()
+        };
+        Self::close_paths(&mut entries);
         drop(self.dev.take());
         pr_info!("{}: session closed\n", &*self.sessname);
     }
@@ -614,6 +805,11 @@ impl Sess {
         &self.sessname
     }
 
+    /// `port` given to open.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     /// `mp_policy` as its MP_POLICY_* value.
     pub(crate) fn mp_policy_raw(&self) -> i32 {
         self.mp_policy.load(Ordering::Relaxed)
@@ -637,9 +833,163 @@ impl Sess {
     }
 
     fn is_connected(&self) -> bool {
-        self.paths
-            .iter()
-            .any(|e| e.sp.shared().state() == RtrsCltState::Connected)
+        let g = RcuGuard::new();
+        let up = self
+            .paths
+            .iter(&g)
+            .any(|(_, e)| e.sp.shared().state() == RtrsCltState::Connected);
+        drop(g);
+        up
+    }
+
+    /// `rtrs_clt_create_path_from_sysfs`: a new path (no poll queues), in
+    /// the list before it connects (IO skips it until CONNECTED), with its
+    /// directory once it is up.
+    pub(crate) fn add_path(&self, addr: &sysfs_fmt::RtrsAddr) -> Result {
+        let g = globals().ok_or(ENODEV)?;
+        let dev = self.dev.as_ref().ok_or(ENODEV)?;
+        let src = addr
+            .src
+            .as_ref()
+            .map(from_rtrs_sockaddr)
+            .unwrap_or_default();
+        let dst = from_rtrs_sockaddr(&addr.dst);
+        let entry = {
+            let closing = self.paths_mutex.lock();
+            if *closing {
+                return Err(ENODEV);
+            }
+            let sp = SessPath::new(
+                &g.pool,
+                &self.sessname,
+                &src,
+                &dst,
+                self.paths_uuid,
+                // A session with no path left is new to the server.
+                self.paths.len() == 0,
+                0,
+                g.wq,
+                self.reconnect_delay_sec,
+            )?;
+            sp.set_sess(self);
+            let e = KBox::new(PathEntry { sp, kobj: None }, GFP_KERNEL)?;
+            match self.paths.push(e) {
+                Ok(p) => p,
+                Err(e) => {
+                    pr_err!(
+                        "{}: add_path: the session has {} paths already\n",
+                        &*self.sessname,
+                        MAX_PATHS_NUM
+                    );
+                    drop(e);
+                    return Err(EINVAL);
+                }
+            }
+        };
+        // SAFETY: Only `remove_path` and `close` free an entry, both under
+        // `paths_mutex` after checking it is listed; a path without a
+        // directory cannot be removed, and close waits for this store.
+        let e = unsafe { &*entry };
+        let res = e.sp.init_path().and_then(|()| {
+            let k = Self::create_path_files(dev, &e.sp)?;
+            // SAFETY: As above; nobody else touches `kobj` of a listed
+            // entry before its directory exists.
+            unsafe { (*entry.cast_mut()).kobj = Some(k) };
+            Ok(())
+        });
+        if let Err(err) = res {
+            let removed = {
+                let _closing = self.paths_mutex.lock();
+                self.paths.remove(entry)
+            };
+            if let Some((i, mut e)) = removed {
+                self.rr_cursor_on_remove(i);
+                e.sp.close_conns(true);
+                drop(e.kobj.take());
+            }
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// `rtrs_clt_remove_path_from_sysfs`: closes the path, marks it DEAD,
+    /// unlinks it and removes its directory (from within the store of its
+    /// own `attr`), then frees it.
+    pub(crate) fn remove_path(&self, sp: &SessPath, attr: *const c_void) -> Result {
+        let changed = loop {
+            sp.close_conns(true);
+            let (changed, old) = sp.shared().change_state_get_old(RtrsCltState::Dead);
+            if changed || old == RtrsCltState::Dead {
+                break changed;
+            }
+        };
+        if !changed {
+            return Ok(());
+        }
+        let removed = {
+            let closing = self.paths_mutex.lock();
+            if *closing {
+                None
+            } else {
+                let g = RcuGuard::new();
+                let ptr = self
+                    .paths
+                    .iter(&g)
+                    .find(|(_, e)| core::ptr::eq(&*e.sp, sp))
+                    .map(|(_, e)| e as *const PathEntry);
+                drop(g);
+                ptr.and_then(|p| self.paths.remove(p))
+            }
+        };
+        if let Some((i, mut e)) = removed {
+            self.rr_cursor_on_remove(i);
+            if let Some(k) = e.kobj.take() {
+                k.destroy_self(attr);
+            }
+            drop(e);
+        }
+        Ok(())
+    }
+
+    /// Keeps each CPU's round-robin cursor on the same path after the one
+    /// at `removed` left the list.
+    fn rr_cursor_on_remove(&self, removed: usize) {
+        let n = self.paths.len();
+        for c in self.rr_cursor.iter() {
+            let v = c.load(Ordering::Relaxed);
+            let mut cur = (v != usize::MAX).then_some(v);
+            crate::rtrs_core::policy::rr_cursor_on_remove(&mut cur, removed, n);
+            c.store(cur.unwrap_or(usize::MAX), Ordering::Relaxed);
+        }
+    }
+
+    /// `rtrs_clt_create_path_files`: paths/<src@dst> for a connected path.
+    fn create_path_files(dev: &SessDev, sp: &Pin<KBox<SessPath>>) -> Result<PathKobj> {
+        // The directory is named "src@dst" with the resolved source, as in C.
+        let s = sp.shared().src_addr();
+        let (_, d) = sp.shared().addrs();
+        let mut name = [0u8; NAME_MAX];
+        let len = sysfs_fmt::rtrs_addr_to_str(
+            &mut name,
+            to_rtrs_sockaddr(&s).as_ref(),
+            to_rtrs_sockaddr(d).as_ref(),
+        );
+        let name =
+            CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name.get(..len).unwrap_or(&[]))))?;
+        let spp: *const SessPath = &**sp;
+        // SAFETY: The session device is live; the `SessPath` is boxed and
+        // outlives the kobject (dropped first, see `PathEntry`).
+        let k = from_err_ptr(unsafe {
+            bindings::rtrs_rs_path_kobj_create(dev.0.as_ptr(), name.as_char_ptr(), spp.cast())
+        })
+        .inspect_err(|e| {
+            pr_err!(
+                "{}: create path files, err: {:?}\n",
+                sp.shared().sessname(),
+                e
+            )
+        })?;
+        Ok(PathKobj(NonNull::new(k).ok_or(ENOMEM)?))
     }
 
     /// `rtrs_clt_request`: checks the sizes, then `issue`.
@@ -713,9 +1063,11 @@ impl Sess {
             4
         };
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
+        let guard = RcuGuard::new();
         let mut views = [PathView::new(RtrsCltState::Closed, 0, 0); MAX_PATHS_NUM as usize];
         let n = self.paths.len().min(views.len());
-        for (v, e) in views.iter_mut().zip(self.paths.iter()) {
+        for (i, e) in self.paths.iter(&guard) {
+            let Some(v) = views.get_mut(i) else { break };
             let sh = e.sp.shared();
             *v = PathView::new(
                 sh.state(),
@@ -733,11 +1085,12 @@ impl Sess {
             let v = c.load(Ordering::Relaxed);
             (v != usize::MAX).then_some(v)
         });
-        let guard = RcuGuard::new();
         let mut it = PathIt::new(policy);
         let mut out = Err(neg(kernel::bindings::ECONNABORTED));
         while let Some(i) = it.next_connected(views, n, &mut cursor) {
-            let Some(e) = self.paths.get(i) else { break };
+            let Some(e) = self.paths.get(i, &guard) else {
+                continue;
+            };
             let shared = e.sp.shared();
             // Re-checked under RCU: teardown leaves CONNECTED, then waits
             // for this section to end before it frees anything.
@@ -876,7 +1229,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
     pathname: *const c_char,
     paths: *const RtrsAddr,
     path_cnt: usize,
-    _port: u16,
+    port: u16,
     pdu_sz: usize,
     reconnect_delay_sec: u8,
     max_reconnect_attempts: i16,
@@ -899,6 +1252,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
         ops,
         name,
         paths,
+        port,
         pdu_sz,
         reconnect_delay_sec,
         max_reconnect_attempts,
@@ -1056,7 +1410,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(clt: *mut Sess, index: u
         return cnt;
     };
     let guard = RcuGuard::new();
-    for e in s.paths.iter() {
+    for (_, e) in s.paths.iter(&guard) {
         if e.sp.shared().state() != RtrsCltState::Connected {
             continue;
         }

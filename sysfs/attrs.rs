@@ -118,12 +118,16 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
         bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DISCONNECT => {
             sysfs_fmt::rtrs_clt_disconnect_show(page)
         }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_REMOVE_PATH => {
+            sysfs_fmt::rtrs_clt_remove_path_show(page)
+        }
         _ => return EINVAL.to_errno() as isize,
     };
     shown(n)
 }
 
-/// `store` of a path file: `reconnect` and `disconnect` take "1"; the
+/// `store` of a path file (`attr` is its `struct attribute`):
+/// `reconnect`, `disconnect` and `remove_path` take "1"; the
 /// stats files reset on "1" and refuse anything else (including "0") with
 /// -EINVAL, as STAT_STORE_FUNC.
 ///
@@ -136,6 +140,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     id: c_int,
     buf: *const c_char,
     count: usize,
+    attr: *const c_void,
 ) -> isize {
     // SAFETY: By the function's contract.
     let sp = unsafe { &*path.cast::<SessPath>() };
@@ -172,6 +177,25 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
                     trimmed(b)
                 ),
             }
+            return stored(r, count);
+        }
+        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_REMOVE_PATH => {
+            let r = sysfs_fmt::rtrs_clt_remove_path_store(b);
+            if r.is_err() {
+                pr_err!(
+                    "{}: remove_path: unknown value: '{}'\n",
+                    path.sessname(),
+                    trimmed(b)
+                );
+                return stored(r, count);
+            }
+            // `sp` (and `path`) may be freed by this call: not used after.
+            let r = match sp.sess() {
+                Some(s) => s
+                    .remove_path(sp, attr)
+                    .map_err(|e| Errno::from_errno(e.to_errno())),
+                None => Err(Errno::EINVAL),
+            };
             return stored(r, count);
         }
         _ => {}
@@ -221,6 +245,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_show(
         bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MPATH_POLICY => {
             sysfs_fmt::mpath_policy_show(page, sess.mp_policy_raw())
         }
+        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_ADD_PATH => sysfs_fmt::add_path_show(page),
         _ => return EINVAL.to_errno() as isize,
     };
     shown(n)
@@ -279,6 +304,14 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
                     sess.set_mp_policy_raw(v);
                     Ok(())
                 }
+                Err(e) => Err(e),
+            }
+        }
+        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_ADD_PATH => {
+            match sysfs_fmt::add_path_store(b, sess.port(), crate::sess::dev_ifindex) {
+                Ok(addr) => sess
+                    .add_path(&addr)
+                    .map_err(|e| Errno::from_errno(e.to_errno())),
                 Err(e) => Err(e),
             }
         }

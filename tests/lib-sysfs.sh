@@ -1,6 +1,6 @@
 #!/bin/bash
-# Helpers for the /sys/class/rtrs-client ABI tests (tests/wip/60-sysfs-diff.sh,
-# tests/wip/65-sysfs-hostile.sh). Source it after tests/lib.sh.
+# Helpers for the /sys/class/rtrs-client ABI tests (tests/vm/60-sysfs-diff.sh,
+# tests/vm/65-sysfs-hostile.sh). Source it after tests/lib.sh.
 #
 # Every read and write goes through a small python3 helper so that the bytes
 # are exact (trailing spaces, NULs, non-UTF-8) and a write reports the errno

@@ -1,0 +1,242 @@
+# Multipath test topology for the VM (source after tests/lib.sh).
+#
+# Two (MP_N) independent RoCE (rdma_rxe) paths between the RTRS client and the
+# in-kernel rtrs-server, in ONE kernel, each of which can be cut / restored and
+# given delay or loss independently of the other.
+#
+#   init netns                        netns "mpr" (a router)            init netns
+#   client side                                                          server side
+#   mpc<n> 10.10.<n>.1 ==veth== mprc<n> --ip_forward-- mprs<n> ==veth== mps<n> 10.10.<n>.2
+#   (rxe_mpc<n>)                                                         (rxe_mps<n>)
+#
+# Path n is "ip:10.10.<n>.1@ip:10.10.<n>.2". Why it works, and why it has to
+# look like this:
+#  * rxe loops a packet back inside the driver, never touching a netdev, when
+#    the destination MAC equals the sending netdev's own MAC (rxe_prepare ->
+#    RXE_LOOPBACK_MASK). Plain addresses on one NIC (or two addresses on eth0)
+#    therefore bypass netem and link state. Here each path has its own pair of
+#    netdevs with distinct MACs, so every RoCE packet really leaves mpc<n>.
+#  * Both endpoints' addresses are local to this kernel, which would normally
+#    short-circuit routing through "lo". But rdma_cm (addr4_resolve) and rxe
+#    (rxe_find_route4) always look routes up with the oif bound to the GID's
+#    netdev; the local route of 10.10.<n>.2 lives on mps<n>, so it fails the oif
+#    match and the /32 route "10.10.<n>.2 dev mpc<n>" below is used instead (no
+#    policy routing needed: CONFIG_IP_MULTIPLE_TABLES is off in the test
+#    kernel). The next hop's MAC comes from a static neighbour entry.
+#  * A packet coming back in on mps<n>/mpc<n> carries a local source address:
+#    accept_local=1 and rp_filter=0 let it in; it then reaches rxe's UDP 4791
+#    socket with skb->dev = the rxe netdev of that end.
+#  * The router netns in the middle is where a path is cut: its two /32
+#    routes there become blackholes, so every packet of the path, both
+#    directions, is dropped silently while mpc<n>/mps<n> keep their carrier -
+#    like a dead switch port. In-flight RC work then fails with retry-exceeded
+#    and RTRS fails over; idle, its heartbeat notices (5 x 5 s). There is no
+#    bridge in the test kernel, hence L3 forwarding (RoCE's hop limit comes
+#    from the route, 64, so one hop is fine; ICRC masks the TTL).
+#  * Why not a real link down (carrier off on an rxe netdev)? With no carrier
+#    the netdev's qdisc is noop, dev_queue_xmit returns NET_XMIT_CN, and rxe
+#    (rxe_xmit_packet) counts any non-zero ip_local_out() return as a send
+#    error and moves the sending QP to ERROR - also the GSI QP1 that carries
+#    the CM MADs (a DREQ or REQ sent during the cut does it). ib_mad cannot
+#    bring it back, so after the restore every connect on that rxe device
+#    times out ("init_conns() failed: err=-110" forever). Setting the rxe
+#    netdev admin down is worse (route lookups fail, same QP1 death). The
+#    carrier cut is still offered (mp_path_carrier_off) for port-event tests,
+#    but a path cut that way cannot reconnect once RTRS noticed.
+#  * netem sits on the rxe netdevs themselves (mpc<n> egress = client->server,
+#    mps<n> egress = server->client), so it shapes that path only.
+#
+# RTRS ignores port events (it only logs "Handling event: port error"); a cut
+# path is noticed by RC retry exhaustion on in-flight IO (a few seconds) or by
+# the heartbeat (5 x 5 s) when idle. rnbd opens sessions with
+# reconnect_delay_sec=30, so mp_path_reconnect forces the reconnect by sysfs.
+
+MP_N=${MP_N:-2}
+MP_NS=mpr
+RTRS_CLT_SYSFS=/sys/class/rtrs-client
+
+mp_cdev() { echo "mpc$1"; }
+mp_sdev() { echo "mps$1"; }
+mp_caddr() { echo "10.10.$1.1"; }
+mp_saddr() { echo "10.10.$1.2"; }
+# mp_path_name <n>: the path as rnbd/rtrs spell it (also its sysfs dir name).
+mp_path_name() { echo "ip:$(mp_caddr "$1")@ip:$(mp_saddr "$1")"; }
+mp_path_dir() { echo "$RTRS_CLT_SYSFS/$1/paths/$(mp_path_name "$2")"; }
+
+_mp_mac() { cat "/sys/class/net/$1/address"; }
+_mp_nsmac() { ip -n $MP_NS -o link show "$1" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2; }
+
+# _mp_routes <n>: (re)install path n's routes and static neighbours; needed at
+# setup and after a restore (downing a link flushes its routes and neighbours).
+_mp_routes() {
+	local n=$1 c s A B
+	c=$(mp_cdev "$n"); s=$(mp_sdev "$n"); A=$(mp_caddr "$n"); B=$(mp_saddr "$n")
+	ip route replace "$B/32" dev "$c" src "$A" &&
+	ip route replace "$A/32" dev "$s" src "$B" &&
+	ip neigh replace "$B" lladdr "$(_mp_nsmac "mprc$n")" dev "$c" nud permanent &&
+	ip neigh replace "$A" lladdr "$(_mp_nsmac "mprs$n")" dev "$s" nud permanent &&
+	ip -n $MP_NS route replace "$A/32" dev "mprc$n" &&
+	ip -n $MP_NS route replace "$B/32" dev "mprs$n" &&
+	ip -n $MP_NS neigh replace "$A" lladdr "$(_mp_mac "$c")" dev "mprc$n" nud permanent &&
+	ip -n $MP_NS neigh replace "$B" lladdr "$(_mp_mac "$s")" dev "mprs$n" nud permanent
+}
+
+# _mp_port_active <rxe>: the rxe device's port 1 is ACTIVE.
+_mp_port_active() { rdma link show "$1/1" 2>/dev/null | grep -q 'state ACTIVE'; }
+
+# mp_setup: build the topology and export MP_PATHS (the rnbd "path=" values,
+# space separated). Idempotent only against a clean VM; call mp_teardown after.
+mp_setup() {
+	local n c s d
+	modprobe rdma_rxe || return 1
+	sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+		net.ipv4.conf.all.accept_local=1 net.ipv4.conf.default.accept_local=1 || return 1
+	ip netns add $MP_NS || return 1
+	ip -n $MP_NS link set lo up
+	ip netns exec $MP_NS sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+		net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 || return 1
+	MP_PATHS=
+	for n in $(seq 1 "$MP_N"); do
+		c=$(mp_cdev "$n"); s=$(mp_sdev "$n")
+		ip link add "$c" type veth peer name "mprc$n" netns $MP_NS || return 1
+		ip link add "$s" type veth peer name "mprs$n" netns $MP_NS || return 1
+		for d in "$c" "$s"; do
+			sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1" "net.ipv4.conf.$d.rp_filter=0" \
+				"net.ipv4.conf.$d.accept_local=1"
+			ip link set "$d" up || return 1
+		done
+		for d in "mprc$n" "mprs$n"; do
+			ip netns exec $MP_NS sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1" "net.ipv4.conf.$d.rp_filter=0"
+			ip -n $MP_NS link set "$d" up || return 1
+		done
+		ip addr add "$(mp_caddr "$n")/32" dev "$c" || return 1
+		ip addr add "$(mp_saddr "$n")/32" dev "$s" || return 1
+		_mp_routes "$n" || return 1
+		rdma link add "rxe_$c" type rxe netdev "$c" || return 1
+		rdma link add "rxe_$s" type rxe netdev "$s" || return 1
+		MP_PATHS+="${MP_PATHS:+ }$(mp_path_name "$n")"
+	done
+	for n in $(seq 1 "$MP_N"); do
+		wait_for 20 _mp_port_active "rxe_$(mp_cdev "$n")" || return 1
+		wait_for 20 _mp_port_active "rxe_$(mp_sdev "$n")" || return 1
+	done
+	export MP_PATHS
+}
+
+# mp_teardown: remove the rxe devices, the veths and the router netns. Call it
+# after the RTRS sessions are gone and the modules unloaded.
+mp_teardown() {
+	local n
+	for n in $(seq 1 "$MP_N"); do
+		rdma link del "rxe_$(mp_cdev "$n")" 2>/dev/null
+		rdma link del "rxe_$(mp_sdev "$n")" 2>/dev/null
+		ip link del "$(mp_cdev "$n")" 2>/dev/null
+		ip link del "$(mp_sdev "$n")" 2>/dev/null
+	done
+	ip netns del $MP_NS 2>/dev/null
+	return 0
+}
+
+# mp_path_cut <n>: cut path n: both its routes in the router become
+# blackholes, so all its packets are dropped silently from now on.
+mp_path_cut() {
+	ip -n $MP_NS route replace blackhole "$(mp_caddr "$1")/32" &&
+	ip -n $MP_NS route replace blackhole "$(mp_saddr "$1")/32"
+}
+
+# mp_path_restore <n>: undo mp_path_cut (and mp_path_carrier_off): the link is
+# up, the routes and neighbours are back, and rxe_mpc<n> is ACTIVE (waits up
+# to 15 s). RTRS reconnects by itself after reconnect_delay_sec (30 s for
+# rnbd); mp_path_reconnect makes it happen now.
+mp_path_restore() {
+	ip -n $MP_NS link set "mprc$1" up || return 1
+	_mp_routes "$1" || return 1
+	wait_for 15 _mp_port_active "rxe_$(mp_cdev "$1")"
+}
+
+# mp_path_carrier_off <n>: a real link down seen by the client's HCA: the
+# router end of mpc<n> goes down, mpc<n> loses carrier, rxe_mpc<n> raises
+# IB_EVENT_PORT_ERR and its port goes DOWN. CAUTION (see the top): any send
+# on rxe_mpc<n> meanwhile puts that QP into ERROR, including the CM's QP1,
+# after which rxe_mpc<n> cannot establish connections any more. Use it only
+# for short flaps or for tests that do not reconnect over the path.
+mp_path_carrier_off() {
+	ip -n $MP_NS link set "mprc$1" down
+}
+
+# _mp_netem <n> <netem args...>: the same netem qdisc on both ends of path n.
+_mp_netem() {
+	local n=$1; shift
+	tc qdisc replace dev "$(mp_cdev "$n")" root netem limit 10000 "$@" &&
+	tc qdisc replace dev "$(mp_sdev "$n")" root netem limit 10000 "$@"
+}
+
+# mp_path_delay <n> <ms>: add <ms> one-way delay in each direction (RTT +2*ms).
+mp_path_delay() { _mp_netem "$1" delay "${2}ms"; }
+
+# mp_path_loss <n> <pct>: drop <pct>% of packets in each direction (100 = a
+# silent black hole with the link still up, unlike mp_path_cut).
+mp_path_loss() { _mp_netem "$1" loss "${2}%"; }
+
+# mp_path_clear <n>: remove delay/loss from path n.
+mp_path_clear() {
+	tc qdisc del dev "$(mp_cdev "$1")" root 2>/dev/null
+	tc qdisc del dev "$(mp_sdev "$1")" root 2>/dev/null
+	return 0
+}
+
+# mp_map_rnbd <sess> <dev> [opts]: map <dev> of the server over all paths and
+# print the rnbd device.
+mp_map_rnbd() {
+	local sess=$1 dev=$2 p paths=; shift 2
+	for p in $MP_PATHS; do paths+=" path=$p"; done
+	echo "sessname=$sess$paths device_path=$dev $*" > $RNBD_CTL/map_device || return 1
+	local b
+	for b in /sys/block/rnbd*; do
+		[ "$(cat "$b/rnbd/session" 2>/dev/null)" = "$sess" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+
+# mp_path_state <sess> <n>: "connected" or "disconnected" (the client's view).
+mp_path_state() { cat "$(mp_path_dir "$1" "$2")/state" 2>/dev/null || echo gone; }
+mp_path_connected() { [ "$(mp_path_state "$1" "$2")" = connected ]; }
+mp_path_down() { ! mp_path_connected "$1" "$2"; }
+# mp_path_rdma <sess> <n>: its stats/rdma: "rd_cnt rd_bytes wr_cnt wr_bytes inflight failover".
+mp_path_rdma() { cat "$(mp_path_dir "$1" "$2")/stats/rdma" 2>/dev/null; }
+# mp_path_reqs <sess> <n>: read + write requests sent over path n so far.
+mp_path_reqs() { local s; s=$(mp_path_rdma "$1" "$2"); set -- $s; echo $(( ${1:-0} + ${3:-0} )); }
+# mp_failovers <sess>: failover count summed over the paths.
+mp_failovers() {
+	local sess=$1 n t=0 f
+	for n in $(seq 1 "$MP_N"); do
+		f=$(mp_path_rdma "$sess" "$n" | awk '{print $6}')
+		t=$(( t + ${f:-0} ))
+	done
+	echo $t
+}
+# mp_status <sess>: one line per path, for diagnostics.
+mp_status() {
+	local n d
+	for n in $(seq 1 "$MP_N"); do
+		d=$(mp_path_dir "$1" "$n")
+		echo "path$n $(mp_path_name "$n"): $(mp_path_state "$1" "$n"); rdma $(cat "$d/stats/rdma" 2>/dev/null);" \
+			"reconnects $(cat "$d/stats/reconnects" 2>/dev/null); latency $(cat "$d/cur_latency" 2>/dev/null);" \
+			"port $(rdma link show "rxe_$(mp_cdev "$n")/1" 2>/dev/null | grep -o 'state [A-Z_]*')"
+	done
+}
+
+# mp_path_reconnect <sess> <n> [timeout=60]: make path n CONNECTED again now,
+# writing its sysfs "reconnect" (a synchronous attempt) until it is connected.
+# A write fails with EBUSY while a reconnect is already under way and with
+# ENOTCONN when the attempt failed; both are retried.
+mp_path_reconnect() {
+	local sess=$1 n=$2 t=${3:-60} d end
+	d=$(mp_path_dir "$sess" "$n")
+	end=$(( $(date +%s) + t ))
+	while ! mp_path_connected "$sess" "$n"; do
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		timeout 45 sh -c "echo 1 > '$d/reconnect'" 2>/dev/null || sleep 1
+		[ "${MP_VERBOSE:-0}" = 1 ] && echo "mp_path_reconnect $n: $(mp_path_state "$sess" "$n") at $(date +%T)" >&2
+	done
+}

@@ -1,0 +1,140 @@
+#!/bin/bash
+# Multipath baseline on the in-tree C client (rtrs-client + rnbd-client) over
+# the two-path topology of tests/lib-mp.sh: map over both paths; verified
+# randrw fio while path 1 and then path 2 are cut and restored (with forced
+# reconnects); no verify error, failovers counted, both paths back; then netem
+# delay on path 1 and the min-latency policy must steer the IO to path 2.
+# The same steps are meant to run later over this module.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib-mp.sh"
+FIO_RT=${MP_FIO_RUNTIME:-45}
+# Multipath policy during the cuts; empty keeps the client's default
+# (min-inflight for the C client). round-robin makes the C client splat
+# "BUG: using smp_processor_id() in preemptible code" (get_next_path_rr) on
+# this CONFIG_PREEMPT kernel, for every request.
+CUT_POLICY=${MP_CUT_POLICY:-}
+SESS=mpc
+PLAN=14
+tap_plan $PLAN
+t0=$(date +%s)
+ts() { diag "[+$(( $(date +%s) - t0 ))s] $*"; }
+
+# bail <reason>: report the remaining tests as failed, clean up, and stop.
+bail() {
+	diag "bailing out: $1"
+	while [ "$TAP_N" -lt $PLAN ]; do tap_not_ok "not run: $1"; done
+	cleanup
+	exit 1
+}
+cleanup() {
+	local n
+	for n in $(seq 1 "$MP_N"); do mp_path_clear "$n"; done
+	timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS" 2>/dev/null
+	unload_modules rnbd_client rtrs_client
+	stop_server
+	mp_teardown
+}
+
+if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; bail "no topology"; fi
+tap_check "in-tree rnbd-server and a brd disk load" start_server 65536
+tap_check "in-tree rnbd-client loads" modprobe rnbd_client
+dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $SESS /dev/ram0")
+if [ -b "$dev" ]; then tap_ok "mapped $dev over $MP_PATHS"; else tap_not_ok "map over both paths"; bail "no device"; fi
+if wait_for 30 mp_path_connected $SESS 1 && wait_for 30 mp_path_connected $SESS 2; then
+	tap_ok "both paths connected"
+else
+	tap_not_ok "both paths connected"; diag "$(mp_status $SESS)"; bail "paths not connected"
+fi
+ts "$(mp_status $SESS)"
+
+# --- cuts under verified IO ---------------------------------------------------
+# Two jobs on disjoint 8M regions; verify_backlog checks blocks while running.
+[ -n "$CUT_POLICY" ] && echo "$CUT_POLICY" > /sys/class/rtrs-client/$SESS/mpath_policy
+ts "policy during the cuts: $(cat /sys/class/rtrs-client/$SESS/mpath_policy)"
+fio_out=/tmp/mp-fio.json
+timeout -k 10 $(( FIO_RT + 300 )) fio --name=mp --filename="$dev" --direct=1 --ioengine=libaio \
+	--rw=randrw --bs=4k --iodepth=32 --numjobs=2 --size=8M --offset_increment=8M \
+	--cpus_allowed=0-$(( $(nproc) - 1 )) --cpus_allowed_policy=split --time_based --runtime="$FIO_RT" --verify=crc32c --verify_backlog=512 --do_verify=1 \
+	--verify_fatal=1 --verify_state_save=0 --randrepeat=0 --group_reporting \
+	--output-format=json --output="$fio_out" >/tmp/mp-fio.log 2>&1 &
+fio_pid=$!
+cut_ok=1
+sleep 3
+for n in 1 2; do
+	ts "cut path $n"
+	mp_path_cut "$n"
+	if wait_for 60 mp_path_down $SESS "$n"; then ts "path $n noticed down"; else ts "path $n still connected 60 s after the cut"; cut_ok=0; fi
+	sleep 2
+	mp_path_restore "$n" || { ts "restore of path $n failed"; cut_ok=0; }
+	MP_VERBOSE=1 mp_path_reconnect $SESS "$n" 90 2>&1 | sed 's/^/# /'
+	if [ "${PIPESTATUS[0]}" -eq 0 ]; then ts "path $n reconnected"; else ts "path $n did not reconnect"; cut_ok=0; fi
+	ts "$(mp_status $SESS)"
+done
+wait $fio_pid
+fio_rc=$?
+ts "fio done (rc $fio_rc)"
+if [ $cut_ok = 1 ]; then tap_ok "each path cut was noticed and the path reconnected after the restore"; else tap_not_ok "each path cut was noticed and the path reconnected after the restore"; fi
+# fio may put warnings before the JSON object in its output file.
+vfy_err=$(sed -n '/^{/,$p' "$fio_out" | jq '[.jobs[].error] | add' 2>/dev/null)
+io_mb=$(sed -n '/^{/,$p' "$fio_out" | jq '[.jobs[].read.io_bytes, .jobs[].write.io_bytes] | add / 1048576 | floor' 2>/dev/null)
+[ -n "$vfy_err" ] || diag "fio JSON unreadable: $(head -c 600 "$fio_out")"
+if [ "$fio_rc" -eq 0 ] && [ "$vfy_err" = 0 ] && ! grep -qi 'verify.*fail\|bad magic\|crc32c' /tmp/mp-fio.log; then
+	tap_ok "fio randrw crc32c through both cuts: rc 0, 0 errors, ${io_mb} MiB moved"
+else
+	tap_not_ok "fio randrw crc32c through both cuts (rc $fio_rc, error $vfy_err)"
+	diag "$(tail -n 30 /tmp/mp-fio.log)"
+fi
+fo=$(mp_failovers $SESS)
+tap_check "failover count summed over the paths is > 0 ($fo)" test "$fo" -gt 0
+if wait_for 60 mp_path_connected $SESS 1 && wait_for 60 mp_path_connected $SESS 2; then
+	tap_ok "both paths CONNECTED at the end"
+else
+	tap_not_ok "both paths CONNECTED at the end"
+fi
+rc1=$(cat "$(mp_path_dir $SESS 1)/stats/reconnects"); rc2=$(cat "$(mp_path_dir $SESS 2)/stats/reconnects")
+tap_check "each path counted a successful reconnect (path1: $rc1, path2: $rc2)" \
+	test "${rc1%% *}" -gt 0 -a "${rc2%% *}" -gt 0
+ts "$(mp_status $SESS)"
+
+# --- netem delay on path 1, min-latency policy ----------------------------------
+# min-latency picks the path with the lowest heartbeat RTT (cur_latency), which
+# is measured every 5 s, so wait until both paths have been measured with it.
+lat() { cat "$(mp_path_dir $SESS "$1")/cur_latency" | cut -d' ' -f1; }
+mp_path_delay 1 40
+lat_ok() { [ "$(lat 1)" -gt 80000000 ] && [ "$(lat 2)" -lt "$(lat 1)" ]; }
+if wait_for 30 lat_ok; then
+	tap_ok "40 ms netem on path 1 raises only its heartbeat RTT (path1 $(lat 1) ns, path2 $(lat 2) ns)"
+else
+	tap_not_ok "40 ms netem on path 1 raises only its heartbeat RTT (path1 $(lat 1) ns, path2 $(lat 2) ns)"
+fi
+echo min-latency > /sys/class/rtrs-client/$SESS/mpath_policy
+pol=$(cat /sys/class/rtrs-client/$SESS/mpath_policy)
+r1=$(mp_path_reqs $SESS 1); r2=$(mp_path_reqs $SESS 2)
+out=$(timeout -k 10 120 fio --name=ml --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw \
+	--bs=4k --iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime=10 \
+	--verify=crc32c --verify_backlog=512 --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
+	--group_reporting --output-format=terse 2>&1)
+ml_rc=$?
+d1=$(( $(mp_path_reqs $SESS 1) - r1 )); d2=$(( $(mp_path_reqs $SESS 2) - r2 ))
+ts "min-latency ($pol): path1 +$d1 requests, path2 +$d2 requests, fio rc $ml_rc"
+if [ $ml_rc -eq 0 ] && [ $d2 -gt 0 ] && [ $(( d2 * 100 / (d1 + d2) )) -ge 90 ]; then
+	tap_ok "min-latency sends >= 90% of the IO over the fast path 2 (path1 $d1, path2 $d2)"
+else
+	tap_not_ok "min-latency sends >= 90% of the IO over the fast path 2 (path1 $d1, path2 $d2, fio rc $ml_rc)"
+	diag "$out"
+fi
+mp_path_clear 1
+
+# --- teardown ------------------------------------------------------------------
+if timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS"; then tap_ok "unmap"; else tap_not_ok "unmap"; fi
+unload_modules rnbd_client rtrs_client
+stop_server
+mp_teardown
+left=$(rtrs_modules_loaded)
+if [ -z "$left" ] && ! rdma link show 2>/dev/null | grep -q rxe_mp; then
+	tap_ok "modules unloaded and topology removed"
+else
+	tap_not_ok "modules unloaded and topology removed"; diag "left: $left $(rdma link show)"
+fi
+ts "total"
+tap_done
