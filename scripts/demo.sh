@@ -1,7 +1,8 @@
 #!/bin/bash
 # The main job (make demo): set up, build the kernel (cached) and the module,
-# then in the VM map an rnbd device over the in-tree C client and C server,
-# run a short verified fio, and show this module loaded and seeing the RDMA device.
+# then in the VM map an rnbd device over this module with two paths to the
+# in-tree C server, flap one path during a verified fio run, print per-path
+# stats, unmap (scripts/demo-vm.sh).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"

@@ -1,12 +1,21 @@
 #!/bin/bash
-# Multipath baseline on the in-tree C client (rtrs-client + rnbd-client) over
-# the two-path topology of tests/lib-mp.sh: map over both paths; verified
-# randrw fio while path 1 and then path 2 are cut and restored (with forced
-# reconnects); no verify error, failovers counted, both paths back; then netem
-# delay on path 1 and the min-latency policy must steer the IO to path 2.
-# The same steps are meant to run later over this module.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../lib-mp.sh"
+# Path churn over the two-path topology of tests/lib-mp.sh, through the
+# unmodified rnbd-client over this module (MP_CLIENT=rs, the default; make
+# check runs it as tests/vm/55-mp-churn.sh) or over the in-tree C client
+# (MP_CLIENT=c, a baseline run by hand): map over both paths; verified randrw
+# fio while path 1 and then path 2 are cut and restored (with forced
+# reconnects); no verify error, failovers counted, both paths back; then
+# netem delay on path 1 and the min-latency policy must steer the IO to
+# path 2.
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$TESTS_DIR/lib.sh"
+. "$TESTS_DIR/lib-mp.sh"
+MP_CLIENT=${MP_CLIENT:-rs}
+case $MP_CLIENT in
+	c) CLT_MOD=rtrs_client; load_client() { modprobe rnbd_client; } ;;
+	rs) CLT_MOD=rtrs_client_rs; load_client() { load_rnbd_rs; } ;;
+	*) echo "MP_CLIENT must be c or rs" >&2; exit 2 ;;
+esac
 FIO_RT=${MP_FIO_RUNTIME:-45}
 # Multipath policy during the cuts; empty keeps the client's default
 # (min-inflight for the C client). round-robin makes the C client splat
@@ -30,14 +39,14 @@ cleanup() {
 	local n
 	for n in $(seq 1 "$MP_N"); do mp_path_clear "$n"; done
 	timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS" 2>/dev/null
-	unload_modules rnbd_client rtrs_client
+	unload_modules rnbd_client $CLT_MOD
 	stop_server
 	mp_teardown
 }
 
 if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; bail "no topology"; fi
 tap_check "in-tree rnbd-server and a brd disk load" start_server 65536
-tap_check "in-tree rnbd-client loads" modprobe rnbd_client
+tap_check "rnbd-client over $CLT_MOD loads" load_client
 dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $SESS /dev/ram0")
 if [ -b "$dev" ]; then tap_ok "mapped $dev over $MP_PATHS"; else tap_not_ok "map over both paths"; bail "no device"; fi
 if wait_for 30 mp_path_connected $SESS 1 && wait_for 30 mp_path_connected $SESS 2; then
@@ -127,7 +136,7 @@ mp_path_clear 1
 
 # --- teardown ------------------------------------------------------------------
 if timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS"; then tap_ok "unmap"; else tap_not_ok "unmap"; fi
-unload_modules rnbd_client rtrs_client
+unload_modules rnbd_client $CLT_MOD
 stop_server
 mp_teardown
 left=$(rtrs_modules_loaded)

@@ -1,0 +1,100 @@
+#!/bin/bash
+# Two paths of the tests/lib-mp.sh topology under rnbd over this module:
+# the policies read from the stats (round-robin spreads evenly, min-inflight
+# avoids a loaded path), 1000 mpath_policy flips during IO leave inflight at
+# 0, the heartbeat finds a silent peer (netem loss 100%) and the path comes
+# back by itself, max_reconnect_attempts=2 gives up ("disconnected") until a
+# sysfs reconnect, and `rdma link del` under a connected path fails its IO
+# over without a hang.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib-mp.sh"
+PLAN=14
+skip_all_unless_api $PLAN
+tap_plan $PLAN
+S=pol
+cls=/sys/class/rtrs-client/$S
+
+tap_check "two-path topology up" mp_setup
+tap_check "server side loads" start_server 65536
+tap_check "client stack loads" load_rnbd_rs
+dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $S /dev/ram0")
+if [ -b "$dev" ] && wait_for 30 mp_path_connected $S 1 && wait_for 30 mp_path_connected $S 2; then
+	tap_ok "mapped $dev over two connected paths"
+else
+	tap_not_ok "map over two paths"; diag "$(mp_status $S)"
+fi
+
+run_io() { # run_io <seconds> [extra fio args]
+	local t=$1; shift
+	fio --name=p --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
+		--iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime="$t" \
+		--verify=crc32c --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
+		--group_reporting --output-format=terse "$@" > /tmp/p-fio.out 2>&1
+}
+
+# --- round-robin: equal paths get shares within 10% ---------------------------
+echo round-robin > $cls/mpath_policy
+r1=$(mp_path_reqs $S 1); r2=$(mp_path_reqs $S 2)
+run_io 8; rc=$?
+d1=$(( $(mp_path_reqs $S 1) - r1 )); d2=$(( $(mp_path_reqs $S 2) - r2 ))
+tot=$(( d1 + d2 ))
+tap_check "round-robin: path shares within 10% (path1 $d1, path2 $d2, fio rc $rc)" \
+	sh -c "[ $rc -eq 0 ] && [ $tot -gt 0 ] && [ \$(( ($d1 - $d2) * 100 / $tot )) -le 10 ] && [ \$(( ($d2 - $d1) * 100 / $tot )) -le 10 ]"
+
+# --- min-inflight: a path slowed by netem holds requests longer, gets fewer ---
+echo min-inflight > $cls/mpath_policy
+mp_path_delay 1 20
+r1=$(mp_path_reqs $S 1); r2=$(mp_path_reqs $S 2)
+run_io 8; rc=$?
+d1=$(( $(mp_path_reqs $S 1) - r1 )); d2=$(( $(mp_path_reqs $S 2) - r2 ))
+mp_path_clear 1
+tap_check "min-inflight: more to the less loaded path (slow path1 $d1, path2 $d2, fio rc $rc)" \
+	sh -c "[ $rc -eq 0 ] && [ $d2 -gt $d1 ]"
+
+# --- 1000 policy flips during IO ------------------------------------------------
+run_io 20 & fpid=$!
+for i in $(seq 1 334); do
+	echo round-robin > $cls/mpath_policy; echo min-inflight > $cls/mpath_policy; echo min-latency > $cls/mpath_policy
+done
+echo min-inflight > $cls/mpath_policy
+wait $fpid; rc=$?
+infl=$(awk '{s += $5} END {print s + 0}' $cls/paths/*/stats/rdma)
+tap_check "1000 mpath_policy flips during verified IO: fio rc $rc, inflight back to 0 ($infl)" \
+	sh -c "[ $rc -eq 0 ] && [ $infl -eq 0 ]"
+
+# --- silent peer: all traffic of path 2 lost; the heartbeat notices -------------
+mp_path_loss 2 100
+if wait_for 60 mp_path_down $S 2; then tap_ok "heartbeat marks the silent path 2 down ($(mp_path_state $S 2))"; else tap_not_ok "silent path 2 noticed"; diag "$(mp_status $S)"; fi
+tap_check "IO over path 1 meanwhile verifies" run_io 3
+mp_path_clear 2
+# rnbd opens sessions with reconnect_delay_sec=30: the path returns by itself.
+if wait_for 120 mp_path_connected $S 2; then tap_ok "path 2 reconnects by itself once traffic returns"; else tap_not_ok "path 2 back"; diag "$(mp_status $S)"; fi
+
+# --- max_reconnect_attempts=2: give up, then a sysfs reconnect revives ----------
+echo 2 > $cls/max_reconnect_attempts
+mp_path_cut 2
+wait_for 60 mp_path_down $S 2
+# Two failed attempts (30 s delay each, plus the connect timeout), then CLOSED.
+if wait_for 240 sh -c "[ \"\$(cat $(mp_path_dir $S 2)/state)\" = disconnected ] && grep -q '^[0-9]* [2-9]' $(mp_path_dir $S 2)/stats/reconnects"; then
+	tap_ok "gives up after 2 attempts: 'disconnected', reconnects '$(cat $(mp_path_dir $S 2)/stats/reconnects)'"
+else
+	tap_not_ok "gives up after 2 attempts"; diag "$(mp_status $S)"
+fi
+mp_path_restore 2
+echo -1 > $cls/max_reconnect_attempts
+echo 1 > $(mp_path_dir $S 2)/reconnect
+tap_check "echo 1 > reconnect brings it back" mp_path_connected $S 2
+
+# --- rdma link del under a connected path ---------------------------------------
+run_io 15 & fpid=$!
+sleep 3
+rdma link delete rxe_$(mp_cdev 2)
+wait $fpid; rc=$?
+tap_check "rdma link del under path 2: IO fails over and verifies (fio rc $rc)" test $rc -eq 0
+tap_check "path 2 closed after its device went ($(mp_path_state $S 2))" sh -c "[ \"$(mp_path_state $S 2)\" != connected ]"
+
+timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $S"
+unload_modules rnbd_client rtrs_client_rs
+stop_server
+mp_teardown
+tap_done
