@@ -305,10 +305,12 @@ impl PathShared {
     /// The IO context, once `Path::alloc_reqs` has run.
     pub(crate) fn io(&self) -> Option<&IoCtx> {
         let p = self.io.load(Ordering::Acquire);
-        // SAFETY: A non-null `io` points to a boxed `IoCtx` that `Path::close`
-        // frees only after clearing this pointer and draining every QP, so
-        // no CQ callback runs any more; submitters hold a permit, and the
-        // session closes its paths only when every permit is back.
+        // SAFETY: A non-null `io` points to a boxed `IoCtx` that
+        // `Path::teardown` frees only after draining every QP (no CQ
+        // callback runs any more) and clearing this pointer; submitters read
+        // it inside an RCU section entered while the path was CONNECTED and
+        // published, and teardown starts after a grace period that follows
+        // the path leaving that state (`SessPath::stop_and_destroy_conns`).
         unsafe { p.as_ref() }
     }
 

@@ -211,8 +211,9 @@ unsafe impl Send for IoCtx {}
 // SAFETY: As above.
 unsafe impl Sync for IoCtx {}
 
-/// Arguments of one request (`rtrs_clt_request`), already checked.
-pub(crate) struct IoArgs<'a> {
+/// One request as `rtrs_clt_request` got it (or as failover takes it
+/// back from a failed path, with the user header from the old slot's IU).
+pub(crate) struct ReqDesc<'a> {
     pub(crate) read: bool,
     pub(crate) conf: ConfFn,
     pub(crate) priv_: *mut c_void,
@@ -221,25 +222,7 @@ pub(crate) struct IoArgs<'a> {
     pub(crate) data_len: usize,
     pub(crate) sg: *mut bindings::scatterlist,
     pub(crate) sg_cnt: u32,
-    pub(crate) mem_id: u32,
-    /// The session's policy is MIN_INFLIGHT (`req->mp_policy`).
-    pub(crate) min_inflight: bool,
-    /// The permit's `con_type` and `cpu_id`, kept for failover.
-    pub(crate) con_type: u32,
-    pub(crate) cpu_id: u32,
-}
-
-/// A request taken back from a failed path (`fail_all_outstanding_reqs`),
-/// to post again on another one: everything `rtrs_clt_request` got, with
-/// the user header as copied into the old slot's IU.
-pub(crate) struct FailedReq<'a> {
-    pub(crate) read: bool,
-    pub(crate) conf: ConfFn,
-    pub(crate) priv_: *mut c_void,
-    pub(crate) usr: &'a [u8],
-    pub(crate) data_len: usize,
-    pub(crate) sg: *mut bindings::scatterlist,
-    pub(crate) sg_cnt: u32,
+    /// The permit's `con_type`, `cpu_id` and `mem_id`.
     pub(crate) con_type: u32,
     pub(crate) cpu_id: u32,
     pub(crate) mem_id: u32,
@@ -340,7 +323,8 @@ impl IoCtx {
 
     /// `rtrs_clt_init_req` + `rtrs_clt_read_req`/`rtrs_clt_write_req` on
     /// `con`. On error the slot is free again and nothing was posted.
-    pub(crate) fn submit(&self, con: &Con, a: &IoArgs<'_>) -> Result {
+    /// `min_inflight`: the session's policy is MIN_INFLIGHT (`req->mp_policy`).
+    pub(crate) fn submit(&self, con: &Con, a: &ReqDesc<'_>, min_inflight: bool) -> Result {
         let idx = usize::try_from(a.mem_id).map_err(|_| EINVAL)?;
         let (Some(req), Some(&raddr), Some(rkey)) = (
             self.reqs.get(idx),
@@ -357,7 +341,15 @@ impl IoCtx {
             pr_err!("{}: request slot {} busy\n", con.sess(), a.mem_id);
             return Err(EBUSY);
         }
-        let res = self.do_submit(con, qp, req, raddr, rkey.load(Ordering::Acquire), a);
+        let res = self.do_submit(
+            con,
+            qp,
+            req,
+            raddr,
+            rkey.load(Ordering::Acquire),
+            a,
+            min_inflight,
+        );
         if res.is_err() {
             req.in_use.store(false, Ordering::Release);
         }
@@ -371,7 +363,8 @@ impl IoCtx {
         req: &Req,
         raddr: u64,
         rkey: u32,
-        a: &IoArgs<'_>,
+        a: &ReqDesc<'_>,
+        min_inflight: bool,
     ) -> Result {
         let sess = con.sess();
         let dir = if a.read {
@@ -387,7 +380,7 @@ impl IoCtx {
                 sglist: a.sg,
                 sg_cnt: a.sg_cnt,
                 dir,
-                min_inflight: a.min_inflight,
+                min_inflight,
                 read: a.read,
                 usr_len: a.usr_len,
                 data_len: a.data_len,
@@ -453,7 +446,7 @@ impl IoCtx {
                 return Err(EINVAL);
             }
         }
-        let res = self.post(con, qp, req, raddr, rkey, a, count);
+        let res = self.post(con, qp, req, raddr, rkey, a, count, min_inflight);
         if res.is_err() {
             req.need_inval.store(false, Ordering::Relaxed);
             if a.sg_cnt > 0 {
@@ -471,8 +464,9 @@ impl IoCtx {
         req: &Req,
         raddr: u64,
         rkey: u32,
-        a: &IoArgs<'_>,
+        a: &ReqDesc<'_>,
         count: c_int,
+        min_inflight: bool,
     ) -> Result {
         let sess = con.sess();
         if count > 0 {
@@ -571,7 +565,7 @@ impl IoCtx {
         // rtrs_clt_update_all_stats, before posting: usr_len + data_len as
         // unsigned int, and the in-flight count.
         let len = u64::from(a.usr_len.saturating_add(a.data_len) as u32);
-        con.path().stats.update_all(a.read, len, a.min_inflight);
+        con.path().stats.update_all(a.read, len, min_inflight);
         let mut wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
@@ -604,12 +598,15 @@ impl IoCtx {
             access: access as c_int,
         };
         let head: *const bindings::ib_send_wr = if fr_en { &rwr.wr } else { &wr.wr };
-        // SAFETY: `qp` is live (cleared before teardown, which waits for all
-        // permits); the SGEs point to the mapped IU and MR, which live as
-        // long as the path's `IoCtx`; the cqes live as long as `con` and `req`.
+        // SAFETY: `qp` is live: the caller is inside the RCU section of
+        // `Sess::issue` on a published path, whose QPs are destroyed only
+        // after a grace period (completions post from CQ context, which the
+        // drain ends before that). The SGEs point to the mapped IU and MR,
+        // which live as long as the path's `IoCtx`; the cqes live as long as
+        // `con` and `req`.
         let res = unsafe { post_send_raw(qp, head) };
         if let Err(e) = res {
-            if a.min_inflight {
+            if min_inflight {
                 con.path().stats.dec_inflight();
             }
             pr_err!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
@@ -706,7 +703,7 @@ impl IoCtx {
     pub(crate) fn fail_outstanding(
         &self,
         stats: &crate::stats::PathStats,
-        mut failover: impl FnMut(&FailedReq<'_>) -> Result,
+        mut failover: impl FnMut(&ReqDesc<'_>) -> Result,
     ) {
         for (i, req) in self.reqs.iter().enumerate() {
             if !req.in_use.load(Ordering::Acquire) {
@@ -726,11 +723,16 @@ impl IoCtx {
             // SAFETY: Ours (see above), and not posted any more.
             let buf = unsafe { req.iu.buf_mut() };
             let usr = buf.get(..io.usr_len).unwrap_or(&[]);
-            let fr = FailedReq {
+            let kv = [Kvec {
+                iov_base: usr.as_ptr().cast_mut().cast(),
+                iov_len: usr.len(),
+            }];
+            let fr = ReqDesc {
                 read: io.read,
                 conf: io.conf,
                 priv_: io.priv_,
-                usr,
+                usr: &kv,
+                usr_len: usr.len(),
                 data_len: io.data_len,
                 sg: io.sglist,
                 sg_cnt: io.sg_cnt,

@@ -11,7 +11,8 @@
 //! `rtrs_clt_stop_and_destroy_conns`). `init` (C's `init_mutex`)
 //! serialises connect and teardown.
 //!
-//! Lock order: `SessPath::init` → `PathShared::inner` → `Con::con_mutex`.
+//! Lock order: see the crate root (`init` comes after `Sess::paths_mutex`
+//! and before `Con::con_mutex`).
 
 use core::pin::Pin;
 use core::ptr::NonNull;
@@ -20,15 +21,14 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 use kernel::ffi::c_void;
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::Mutex;
 
 use crate::bindings;
 use crate::clt::{Path, PathShared, RtrsCltState};
-use crate::io::{FailedReq, IoCtx};
+use crate::io::{IoCtx, ReqDesc};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sess::Sess;
 use crate::sync::{synchronize_rcu, RcuGuard};
-use crate::verbs::DevPool;
 
 /// A delayed work owned by a [`SessPath`], freed (after a synchronous
 /// cancel) on drop.
@@ -173,28 +173,13 @@ unsafe extern "C" fn close_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_vo
 }
 
 impl SessPath {
-    /// `alloc_path`: not connected yet (see `init_path`).
-    #[allow(clippy::too_many_arguments)]
+    /// `alloc_path` around `shared` (see `PathShared::new`): not connected
+    /// yet (see `init_path`); its works run on `wq`.
     pub(crate) fn new(
-        pool: &Arc<DevPool>,
-        sessname: &CStr,
-        src: &bindings::__kernel_sockaddr_storage,
-        dst: &bindings::__kernel_sockaddr_storage,
-        paths_uuid: [u8; 16],
-        for_new_clt: bool,
-        nr_poll_queues: u32,
+        shared: Pin<KBox<PathShared>>,
         wq: *mut bindings::workqueue_struct,
         reconnect_delay_sec: u32,
     ) -> Result<Pin<KBox<Self>>> {
-        let shared = PathShared::new(
-            pool,
-            sessname,
-            src,
-            dst,
-            paths_uuid,
-            for_new_clt,
-            nr_poll_queues,
-        )?;
         let mut sp = KBox::pin_init(
             try_pin_init!(SessPath {
                 shared,
@@ -337,7 +322,7 @@ impl SessPath {
     fn fail_all_outstanding_reqs(&self, io: &IoCtx) {
         // SAFETY: `sess` is null or the live session owning us.
         let sess = unsafe { self.sess.load(Ordering::Acquire).as_ref() };
-        io.fail_outstanding(&self.shared.stats, |fr: &FailedReq<'_>| match sess {
+        io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| match sess {
             Some(s) => s.failover_req(fr),
             None => Err(crate::io::econnaborted()),
         });

@@ -13,31 +13,42 @@
 //! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
 //!   pool, CQs, QPs, DMA-mapped IUs and their completion trampoline);
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
-//! - `sync`: a `struct completion` wrapper;
+//! - `sync`: `struct completion`, RCU read sections, `synchronize_rcu`;
 //! - `misc`: uuid_gen, nr_cpu_ids;
-//! - `clt`: one path: connection set-up (init_conns, create_cm, the CM
-//!   handler, create_con_cq_qp, the INFO exchange), the CQ handler of IO
-//!   responses, the heartbeat, and teardown;
+//! - `clt`: one generation of a path's connections: set-up (init_conns,
+//!   create_cm, the CM handler, create_con_cq_qp, the INFO exchange), the CQ
+//!   handler of IO responses, the heartbeat, and teardown;
+//! - `path`: a path across reconnects, with its recovery, reconnect and
+//!   close works;
 //! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
-//!   completion and local invalidation;
-//! - `sess`: the session, its permits, and the exported `rtrs_clt_*` API
-//!   (exported by `bindings/rtrs_export.c`), plus the sysfs glue;
+//!   completion, local invalidation, and taking requests back for failover;
+//! - `sess`: the session, its path list, permits, policies, failover and
+//!   the exported `rtrs_clt_*` API (exported by `bindings/rtrs_export.c`);
+//! - `stats`: per-CPU path statistics;
 //! - `wq`: the workqueue;
 //! - `sysfs`: the `/sys/class/rtrs-client` tree.
 //!
 //! Lock order (outer first: holding one of these, a thread only takes locks
 //! listed after it):
-//! 1. `Con::con_mutex` (`ConInner`: one connection's QP, CQ, IUs, device ref);
-//! 2. `PathShared::inner` (`PathInner`: device, server params, rbufs);
-//! 3. `DevPool::list` (the per-device PD pool).
+//! 1. `Sess::paths_mutex` (adding, removing paths; session close);
+//! 2. `SessPath::init` (`init_mutex`: connect and teardown of a path);
+//! 3. `Con::con_mutex` (`ConInner`: one connection's QP, CQ, IUs, device ref);
+//! 4. `PathShared::inner` (`PathInner`: device, server params, rbufs);
+//! 5. `DevPool::list` (the per-device PD pool).
+//!
+//! `Sess::paths_ev` (`paths_up`) is taken alone, by `path_up`/`path_down`,
+//! which call rnbd's `link_ev` under it, as C does.
 //!
 //! No lock is taken in CQ callbacks (softirq for IRQ connections) or on the
 //! IO submission path (blk-mq, may be atomic): they use atomics, the
-//! lock-free permit bitmap, `complete()` and wake-ups only. A session's path
-//! list is fixed at open, so it has no lock. `rtrs_clt_get_permit(WAIT)` and
-//! `rtrs_clt_close` sleep on the permit wait queue holding no lock. CM handlers run in process context under
-//! rdma_cm's per-id handler mutex, and take locks 1 to 3. The path's owner
-//! never holds a lock while destroying a cm id (which waits for its handler).
+//! lock-free permit bitmap, `complete()` and wake-ups only. IO reaches the
+//! path list and a path's connections inside an RCU read section; removal
+//! and teardown unpublish first and free after `synchronize_rcu` (see
+//! `path` and `sess::PathList`). `rtrs_clt_get_permit(WAIT)` and
+//! `rtrs_clt_close` sleep on the permit wait queue holding no lock. CM
+//! handlers run in process context under rdma_cm's per-id handler mutex, and
+//! take locks 3 to 5. Nobody holds a lock while destroying a cm id (which
+//! waits for its handler).
 
 // pin-init's macros recurse once per field; `PathShared` has many.
 #![recursion_limit = "256"]

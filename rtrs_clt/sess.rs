@@ -20,8 +20,8 @@ use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, Mutex};
 
 use crate::bindings;
-use crate::clt::{PathInfo, RtrsCltState};
-use crate::io::{ConfFn, IoArgs};
+use crate::clt::{PathInfo, PathShared, RtrsCltState};
+use crate::io::{ConfFn, ReqDesc};
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
 use crate::path::SessPath;
@@ -725,7 +725,7 @@ impl Sess {
         let dst = unsafe { a.dst.as_ref() }.ok_or(EINVAL)?;
         // SAFETY: As above.
         let src = unsafe { a.src.as_ref() }.copied().unwrap_or_default();
-        let sp = SessPath::new(
+        let shared = PathShared::new(
             &g.pool,
             sessname,
             &src,
@@ -733,9 +733,8 @@ impl Sess {
             paths_uuid,
             first,
             nr_poll_queues,
-            g.wq,
-            reconnect_delay_sec,
         )?;
+        let sp = SessPath::new(shared, g.wq, reconnect_delay_sec)?;
         let mut e = PathEntry { sp, kobj: None };
         e.sp.init_path()?;
         let info = e.sp.shared().info().ok_or(EINVAL)?;
@@ -859,7 +858,7 @@ impl Sess {
             if *closing {
                 return Err(ENODEV);
             }
-            let sp = SessPath::new(
+            let shared = PathShared::new(
                 &g.pool,
                 &self.sessname,
                 &src,
@@ -868,9 +867,8 @@ impl Sess {
                 // A session with no path left is new to the server.
                 self.paths.len() == 0,
                 0,
-                g.wq,
-                self.reconnect_delay_sec,
             )?;
+            let sp = SessPath::new(shared, g.wq, self.reconnect_delay_sec)?;
             sp.set_sess(self);
             let e = KBox::new(PathEntry { sp, kobj: None }, GFP_KERNEL)?;
             match self.paths.push(e) {
@@ -1010,7 +1008,7 @@ impl Sess {
                 .checked_add(v.iov_len)
                 .ok_or(crate::io::emsgsize())?;
         }
-        let r = Request {
+        let r = ReqDesc {
             read,
             conf: ops.conf_fn,
             priv_: ops.priv_,
@@ -1028,31 +1026,14 @@ impl Sess {
 
     /// `rtrs_clt_failover_req`: posts a request taken back from a failed
     /// path on another connected one, counting it in that path's failover.
-    pub(crate) fn failover_req(&self, fr: &crate::io::FailedReq<'_>) -> Result {
-        let kv = [Kvec {
-            iov_base: fr.usr.as_ptr().cast_mut().cast(),
-            iov_len: fr.usr.len(),
-        }];
-        let r = Request {
-            read: fr.read,
-            conf: fr.conf,
-            priv_: fr.priv_,
-            usr: &kv,
-            usr_len: fr.usr.len(),
-            data_len: fr.data_len,
-            sg: fr.sg,
-            sg_cnt: fr.sg_cnt,
-            con_type: fr.con_type,
-            cpu_id: fr.cpu_id,
-            mem_id: fr.mem_id,
-        };
-        self.issue(&r, true)
+    pub(crate) fn failover_req(&self, r: &ReqDesc<'_>) -> Result {
+        self.issue(r, true)
     }
 
     /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`):
     /// offers the request to the CONNECTED paths in the policy's order, each
     /// at most once, until one posts it. Never sleeps.
-    fn issue(&self, r: &Request<'_>, failover: bool) -> Result {
+    fn issue(&self, r: &ReqDesc<'_>, failover: bool) -> Result {
         let hdr_len = if r.read {
             usize::try_from(r.sg_cnt)
                 .ok()
@@ -1125,21 +1106,7 @@ impl Sess {
             let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
                 continue;
             };
-            let args = IoArgs {
-                read: r.read,
-                conf: r.conf,
-                priv_: r.priv_,
-                usr: r.usr,
-                usr_len: r.usr_len,
-                data_len: r.data_len,
-                sg: r.sg,
-                sg_cnt: r.sg_cnt,
-                mem_id: r.mem_id,
-                min_inflight: policy == MpPolicy::MinInflight,
-                con_type: r.con_type,
-                cpu_id: r.cpu_id,
-            };
-            match io.submit(con, &args) {
+            match io.submit(con, r, policy == MpPolicy::MinInflight) {
                 Ok(()) => {
                     if failover {
                         shared.stats.inc_failover();
@@ -1156,21 +1123,6 @@ impl Sess {
         }
         out
     }
-}
-
-/// One request as `rtrs_clt_request` got it.
-struct Request<'a> {
-    read: bool,
-    conf: ConfFn,
-    priv_: *mut c_void,
-    usr: &'a [Kvec],
-    usr_len: usize,
-    data_len: usize,
-    sg: *mut bindings::scatterlist,
-    sg_cnt: u32,
-    con_type: u32,
-    cpu_id: u32,
-    mem_id: u32,
 }
 
 /// `wait_event` condition of `free_permits`.
