@@ -37,5 +37,4 @@ for r in $(seq 1 "$ROUNDS"); do
 	c_sum=$((c_sum + ${c_iops:-0})); rs_sum=$((rs_sum + ${rs_iops:-0}))
 done
 awk -v r="$rs_sum" -v c="$c_sum" 'BEGIN { if (c > 0) printf "ratio rtrs-client-rs / C: %.2f\n", r / c }'
-unload_modules rtrs_core
 stop_server
