@@ -136,6 +136,7 @@ struct rtrs_rs_sess_dev;
 struct rtrs_rs_path_kobj;
 struct rtrs_rs_sess_dev *rtrs_rs_sess_dev_create(struct class *cls,
 						 const char *name);
+void rtrs_rs_sess_dev_del(struct rtrs_rs_sess_dev *sd);
 void rtrs_rs_sess_dev_destroy(struct rtrs_rs_sess_dev *sd);
 struct rtrs_rs_path_kobj *rtrs_rs_path_kobj_create(struct rtrs_rs_sess_dev *sd,
 						   const char *name,

@@ -18,6 +18,8 @@ struct rtrs_rs_sess_dev {
 	struct kobject *paths;
 	/* The Rust session, set once open has built it; NULL before. */
 	void *sess;
+	/* rtrs_rs_sess_dev_del() ran: the tree is out of sysfs. */
+	bool deleted;
 };
 
 struct rtrs_rs_path_kobj {
@@ -122,11 +124,25 @@ put:
 	return ERR_PTR(err);
 }
 
+/*
+ * Takes the whole tree out of sysfs. device_del() drains it: it returns once
+ * every show and store running on it (add_path, a path's reconnect, ...) has
+ * returned, and none can start after. The memory stays until destroy.
+ */
+void rtrs_rs_sess_dev_del(struct rtrs_rs_sess_dev *sd)
+{
+	if (sd->deleted)
+		return;
+	sd->deleted = true;
+	kobject_del(sd->paths);
+	device_del(&sd->dev);
+}
+
 void rtrs_rs_sess_dev_destroy(struct rtrs_rs_sess_dev *sd)
 {
-	kobject_del(sd->paths);
+	rtrs_rs_sess_dev_del(sd);
 	kobject_put(sd->paths);
-	device_unregister(&sd->dev);
+	put_device(&sd->dev);
 }
 
 /*

@@ -382,6 +382,9 @@ impl SessPath {
     pub(crate) fn reconnect_from_sysfs(&self) -> Result {
         let (changed, old) = self.shared.change_state_get_old(RtrsCltState::Reconnecting);
         if changed {
+            // A fresh count, as C's `reconnect_attempts = 0` also overrides
+            // the -1 a changed queue depth left.
+            self.shared.qd_changed.store(false, Ordering::Relaxed);
             self.reconnect_attempts.store(0, Ordering::Relaxed);
             self.stop_and_destroy_conns();
             if let Some(w) = self.reconnect.as_ref() {

@@ -26,7 +26,7 @@ use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
 use crate::path::SessPath;
 use crate::rtrs_core::names::check_sessname;
-use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView};
+use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView, PathViews};
 use crate::rtrs_core::proto::{MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::{imm, sysfs_fmt};
 use crate::sync::{synchronize_rcu, RcuGuard};
@@ -291,6 +291,17 @@ impl Permits {
 /// /sys/class/rtrs-client/<sessname> with its `paths` directory.
 struct SessDev(NonNull<bindings::rtrs_rs_sess_dev>);
 
+impl SessDev {
+    /// `rtrs_clt_destroy_sysfs_root`'s first half: the tree leaves sysfs,
+    /// after every show and store on it returned (device_del drains them).
+    /// The path directories may still be torn down after this.
+    fn del(&self) {
+        // SAFETY: Created by `rtrs_rs_sess_dev_create` and not destroyed
+        // (that takes `self` by value); the helper runs once.
+        unsafe { bindings::rtrs_rs_sess_dev_del(self.0.as_ptr()) };
+    }
+}
+
 impl Drop for SessDev {
     fn drop(&mut self) {
         // SAFETY: Created by `rtrs_rs_sess_dev_create`, destroyed once here;
@@ -526,6 +537,28 @@ impl PathList {
     }
 }
 
+/// The path list as the policies see it: each path's state, inflight and
+/// heartbeat latency read when the policy looks at it, under `g`.
+struct LiveViews<'a> {
+    list: &'a PathList,
+    g: &'a RcuGuard,
+}
+
+impl PathViews for LiveViews<'_> {
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    fn view(&self, i: usize) -> Option<PathView> {
+        let sh = self.list.get(i, self.g)?.sp.shared();
+        Some(PathView::new(
+            sh.state(),
+            sh.stats.inflight(),
+            sh.hb_cur_latency_ns.load(Ordering::Relaxed),
+        ))
+    }
+}
+
 impl Drop for PathList {
     fn drop(&mut self) {
         drop(self.take_all());
@@ -753,7 +786,12 @@ impl Sess {
     }
 
     fn close(mut self: KBox<Self>) {
-        // free_permits' wait, first: no request may be in flight below.
+        // Sysfs first, as C: a running add_path (or a path's reconnect)
+        // finishes before the paths are taken, and none starts after.
+        if let Some(d) = self.dev.as_ref() {
+            d.del();
+        }
+        // free_permits' wait: no request may be in flight below.
         let ctx: *mut c_void = (&self.permits as *const Permits).cast_mut().cast();
         self.permits.wait(permits_all_free, ctx);
         let mut entries = {
@@ -874,19 +912,22 @@ impl Sess {
             match self.paths.push(e) {
                 Ok(p) => p,
                 Err(e) => {
+                    // C sends it on and the server refuses it with
+                    // ECONNRESET; the list here holds MAX_PATHS_NUM.
                     pr_err!(
                         "{}: add_path: the session has {} paths already\n",
                         &*self.sessname,
                         MAX_PATHS_NUM
                     );
                     drop(e);
-                    return Err(EINVAL);
+                    return Err(neg(kernel::bindings::ECONNRESET));
                 }
             }
         };
         // SAFETY: Only `remove_path` and `close` free an entry, both under
         // `paths_mutex` after checking it is listed; a path without a
-        // directory cannot be removed, and close waits for this store.
+        // directory cannot be removed, and close takes the entries only
+        // after `SessDev::del` has waited for this store to return.
         let e = unsafe { &*entry };
         let res = e.sp.init_path().and_then(|()| {
             let k = Self::create_path_files(dev, &e.sp)?;
@@ -1045,18 +1086,12 @@ impl Sess {
         };
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
         let guard = RcuGuard::new();
-        let mut views = [PathView::new(RtrsCltState::Closed, 0, 0); MAX_PATHS_NUM as usize];
-        let n = self.paths.len().min(views.len());
-        for (i, e) in self.paths.iter(&guard) {
-            let Some(v) = views.get_mut(i) else { break };
-            let sh = e.sp.shared();
-            *v = PathView::new(
-                sh.state(),
-                sh.stats.inflight(),
-                sh.hb_cur_latency_ns.load(Ordering::Relaxed),
-            );
-        }
-        let views = views.get(..n).unwrap_or(&[]);
+        // The policies read the live list, one path at a time, as C does.
+        let views = LiveViews {
+            list: &self.paths,
+            g: &guard,
+        };
+        let n = views.len();
         // SAFETY: No preconditions.
         let cpu = unsafe { bindings::rtrs_rs_raw_smp_processor_id() };
         let slot = usize::try_from(cpu)
@@ -1068,7 +1103,7 @@ impl Sess {
         });
         let mut it = PathIt::new(policy);
         let mut out = Err(neg(kernel::bindings::ECONNABORTED));
-        while let Some(i) = it.next_connected(views, n, &mut cursor) {
+        while let Some(i) = it.next_connected(&views, n, &mut cursor) {
             let Some(e) = self.paths.get(i, &guard) else {
                 continue;
             };

@@ -2,9 +2,10 @@
 
 //! Multipath policies (`get_next_path_*` in rtrs-clt.c) as pure algorithms.
 //!
-//! The caller passes a snapshot of the session's paths in `paths_list` order
-//! ([`PathView`]); indexes into that slice name the paths. Nothing here
-//! allocates. Only the first `MAX_PATHS_NUM` entries of a slice are ever
+//! The caller passes the session's paths in `paths_list` order as a
+//! [`PathViews`] source (a slice of [`PathView`] snapshots in tests, the live
+//! RCU path list in the module, read as C reads it); indexes name the paths.
+//! Nothing here allocates. Only the first `MAX_PATHS_NUM` entries are ever
 //! looked at (C never has more paths).
 //!
 //! Differences from C, both invisible in a consistent snapshot:
@@ -139,8 +140,51 @@ impl PathSkipSet {
     }
 }
 
-fn visible(paths: &[PathView]) -> &[PathView] {
-    paths.get(..MAX_PATHS).unwrap_or(paths)
+/// The paths a policy walks: `len` entries, read one at a time. A source
+/// may change between reads (the module reads the live list under RCU); an
+/// entry that reads `None` is skipped like a path that is not CONNECTED.
+pub trait PathViews {
+    /// `paths_num`: entries `0..len()` exist.
+    fn len(&self) -> usize;
+    /// Entry `i`, if there is one.
+    fn view(&self, i: usize) -> Option<PathView>;
+    /// Whether there are no entries.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl PathViews for [PathView] {
+    fn len(&self) -> usize {
+        <[PathView]>::len(self)
+    }
+    fn view(&self, i: usize) -> Option<PathView> {
+        self.get(i).copied()
+    }
+}
+
+impl<const N: usize> PathViews for [PathView; N] {
+    fn len(&self) -> usize {
+        N
+    }
+    fn view(&self, i: usize) -> Option<PathView> {
+        self.get(i).copied()
+    }
+}
+
+#[cfg(test)]
+impl PathViews for Vec<PathView> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn view(&self, i: usize) -> Option<PathView> {
+        self.get(i).copied()
+    }
+}
+
+/// How many entries a policy looks at: at most `MAX_PATHS`.
+fn visible<P: PathViews + ?Sized>(paths: &P) -> usize {
+    paths.len().min(MAX_PATHS)
 }
 
 /// `get_next_path_rr`: the path after this CPU's `cursor` (the last path
@@ -148,8 +192,11 @@ fn visible(paths: &[PathView]) -> &[PathView] {
 /// Stores the result back in `cursor`. Does not look at the state (the
 /// caller skips non-CONNECTED paths) nor at any skip set; `None` only for
 /// an empty list. A stale cursor past the end wraps to the first path.
-pub fn get_next_path_rr(cursor: &mut Option<usize>, paths: &[PathView]) -> Option<usize> {
-    let n = visible(paths).len();
+pub fn get_next_path_rr<P: PathViews + ?Sized>(
+    cursor: &mut Option<usize>,
+    paths: &P,
+) -> Option<usize> {
+    let n = visible(paths);
     let next = match *cursor {
         _ if n == 0 => None,
         None => Some(0),
@@ -186,19 +233,20 @@ pub fn rr_cursor_on_remove(cursor: &mut Option<usize>, removed: usize, new_len: 
 /// Shared scan of min-inflight and min-latency: the CONNECTED, not skipped
 /// path whose key is strictly below every earlier one and below `start`
 /// (ties go to the earlier path); it is added to `skip`.
-fn pick_min<K: Ord + Copy>(
-    paths: &[PathView],
+fn pick_min<K: Ord + Copy, P: PathViews + ?Sized>(
+    paths: &P,
     skip: &mut PathSkipSet,
     start: K,
     key: impl Fn(&PathView) -> K,
 ) -> Option<usize> {
     let mut min = start;
     let mut min_path = None;
-    for (i, p) in visible(paths).iter().enumerate() {
+    for i in 0..visible(paths) {
+        let Some(p) = paths.view(i) else { continue };
         if !p.is_connected() || skip.contains(i) {
             continue;
         }
-        let k = key(p);
+        let k = key(&p);
         if k < min {
             min = k;
             min_path = Some(i);
@@ -214,14 +262,20 @@ fn pick_min<K: Ord + Copy>(
 /// one with the fewest requests in flight (ties: earliest in the list),
 /// which is then added to `skip`. Starts from `INT_MAX` with a strict `<`
 /// as C does, so a path at exactly `i32::MAX` is never picked.
-pub fn get_next_path_min_inflight(paths: &[PathView], skip: &mut PathSkipSet) -> Option<usize> {
+pub fn get_next_path_min_inflight<P: PathViews + ?Sized>(
+    paths: &P,
+    skip: &mut PathSkipSet,
+) -> Option<usize> {
     pick_min(paths, skip, i32::MAX, |p| p.inflight)
 }
 
 /// `get_next_path_min_latency`: as [`get_next_path_min_inflight`], keyed by
 /// the heartbeat round trip, starting from `KTIME_MAX` (`i64::MAX`). A path
 /// without an HB_ACK yet has latency 0 and is therefore preferred.
-pub fn get_next_path_min_latency(paths: &[PathView], skip: &mut PathSkipSet) -> Option<usize> {
+pub fn get_next_path_min_latency<P: PathViews + ?Sized>(
+    paths: &P,
+    skip: &mut PathSkipSet,
+) -> Option<usize> {
     pick_min(paths, skip, i64::MAX, |p| p.cur_latency_ns)
 }
 
@@ -268,9 +322,9 @@ impl PathIt {
     /// `it.next_path(&it)`: one raw step of the policy, no bound and no
     /// state check for round-robin. `rr_cursor` is this CPU's round-robin
     /// cursor; only [`MpPolicy::Rr`] uses it.
-    pub fn next_path(
+    pub fn next_path<P: PathViews + ?Sized>(
         &mut self,
-        paths: &[PathView],
+        paths: &P,
         rr_cursor: &mut Option<usize>,
     ) -> Option<usize> {
         match self.policy {
@@ -289,9 +343,9 @@ impl PathIt {
     /// As in C, `next_path` runs before the bound check, so a full walk
     /// advances the round-robin cursor `paths_num + 1` times. A path is
     /// never returned twice for one walk.
-    pub fn next_connected(
+    pub fn next_connected<P: PathViews + ?Sized>(
         &mut self,
-        paths: &[PathView],
+        paths: &P,
         paths_num: usize,
         rr_cursor: &mut Option<usize>,
     ) -> Option<usize> {
@@ -309,12 +363,12 @@ impl PathIt {
             if self.policy == MpPolicy::Rr && !self.skip.insert(p) {
                 // Round-robin came back to a path already visited: once
                 // every path has been, the walk is over.
-                if self.skip.len() >= visible(paths).len() {
+                if self.skip.len() >= visible(paths) {
                     break;
                 }
                 continue;
             }
-            match paths.get(p) {
+            match paths.view(p) {
                 Some(v) if v.is_connected() => return Some(p),
                 _ => continue,
             }
@@ -331,9 +385,9 @@ impl PathIt {
 /// `issue(path)` posts the request on `path` and returns `Err(-errno)` on a
 /// post failure. Returns the path that took it, or the last error
 /// (`-ECONNABORTED` if no path was tried).
-pub fn failover_req(
+pub fn failover_req<P: PathViews + ?Sized>(
     policy: MpPolicy,
-    paths: &[PathView],
+    paths: &P,
     paths_num: usize,
     rr_cursor: &mut Option<usize>,
     mut issue: impl FnMut(usize) -> Result<(), i32>,
@@ -958,5 +1012,47 @@ mod tests {
     /// CONNECTED -> RECONNECTING, as a path error does.
     fn rdma_error_recovery_like(s: &mut RtrsCltState) -> bool {
         super::super::path_state::change_state_from_to(s, Connected, Reconnecting)
+    }
+
+    /// A live source (the module's RCU list): entries may read `None` while
+    /// a removal shifts the list. Every policy skips them and still offers
+    /// every readable CONNECTED path once.
+    struct Holey(Vec<Option<PathView>>);
+
+    impl PathViews for Holey {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn view(&self, i: usize) -> Option<PathView> {
+            self.0.get(i).copied().flatten()
+        }
+    }
+
+    #[test]
+    fn live_source_with_holes() {
+        let src = Holey(vec![
+            Some(up(5, 9)),
+            None,
+            Some(up(1, 3)),
+            None,
+            Some(st(Closed)),
+        ]);
+        for policy in MpPolicy::ALL {
+            let mut cur = None;
+            let mut it = PathIt::new(policy);
+            let mut got = Vec::new();
+            while let Some(p) = it.next_connected(&src, src.len(), &mut cur) {
+                got.push(p);
+            }
+            got.sort_unstable();
+            assert_eq!(got, [0, 2], "{policy:?}");
+        }
+        let mut skip = PathSkipSet::new();
+        assert_eq!(get_next_path_min_inflight(&src, &mut skip), Some(2));
+        assert_eq!(
+            get_next_path_min_latency(&src, &mut PathSkipSet::new()),
+            Some(2)
+        );
+        assert!(!src.is_empty());
     }
 }
