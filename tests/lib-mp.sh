@@ -1,13 +1,15 @@
 # Multipath test topology for the VM (source after tests/lib.sh).
 #
 # Two (MP_N) independent RoCE (rdma_rxe) paths between the RTRS client and the
-# in-kernel rtrs-server, in ONE kernel, each of which can be cut / restored and
-# given delay or loss independently of the other.
+# in-kernel rtrs-server, in ONE kernel, each of which can be cut / restored,
+# have a link in its middle set down / up, and be given delay or loss
+# independently of the others.
 #
-#   init netns                        netns "mpr" (a router)            init netns
-#   client side                                                          server side
-#   mpc<n> 10.10.<n>.1 ==veth== mprc<n> --ip_forward-- mprs<n> ==veth== mps<n> 10.10.<n>.2
-#   (rxe_mpc<n>)                                                         (rxe_mps<n>)
+#   init netns             netns "mpr" (router)          netns "mpq" (router)           init netns
+#   client side                                                                          server side
+#   mpc<n> ==veth== mprc<n> --fwd-- mprs<n> ==veth (the path's middle link)== mpqc<n> --fwd-- mpqs<n> ==veth== mps<n>
+#   10.10.<n>.1                                                                          10.10.<n>.2
+#   (rxe_mpc<n>)                                                                         (rxe_mps<n>)
 #
 # Path n is "ip:10.10.<n>.1@ip:10.10.<n>.2". Why it works, and why it has to
 # look like this:
@@ -26,14 +28,18 @@
 #  * A packet coming back in on mps<n>/mpc<n> carries a local source address:
 #    accept_local=1 and rp_filter=0 let it in; it then reaches rxe's UDP 4791
 #    socket with skb->dev = the rxe netdev of that end.
-#  * The router netns in the middle is where a path is cut: its two /32
-#    routes there become blackholes, so every packet of the path, both
-#    directions, is dropped silently while mpc<n>/mps<n> keep their carrier -
-#    like a dead switch port. In-flight RC work then fails with retry-exceeded
-#    and RTRS fails over; idle, its heartbeat notices (5 x 5 s). There is no
-#    bridge in the test kernel, hence L3 forwarding (RoCE's hop limit comes
-#    from the route, 64, so one hop is fine; ICRC masks the TTL).
-#  * Why not a real link down (carrier off on an rxe netdev)? With no carrier
+#  * A path is cut in the routers, never on the rxe netdevs, so mpc<n>/mps<n>
+#    keep their carrier, like hosts behind a failing switch:
+#    - mp_path_cut: the /32 routes in "mpr" become blackholes; every packet of
+#      the path, both directions, is dropped silently.
+#    - mp_path_link_down: "ip link set mprs<n> down", the link between the two
+#      routers: its peer mpqc<n> loses carrier and the routers have no route
+#      for the path any more (mp_path_link_up sets it up and reinstalls them).
+#    In-flight RC work then fails with retry-exceeded and RTRS fails over;
+#    idle, its heartbeat notices (5 x 5 s). There is no bridge in the test
+#    kernel, hence L3 forwarding (RoCE's hop limit comes from the route, 64,
+#    so two hops are fine; ICRC masks the TTL).
+#  * Why not a link down on an rxe netdev itself (carrier off)? With no carrier
 #    the netdev's qdisc is noop, dev_queue_xmit returns NET_XMIT_CN, and rxe
 #    (rxe_xmit_packet) counts any non-zero ip_local_out() return as a send
 #    error and moves the sending QP to ERROR - also the GSI QP1 that carries
@@ -42,7 +48,8 @@
 #    times out ("init_conns() failed: err=-110" forever). Setting the rxe
 #    netdev admin down is worse (route lookups fail, same QP1 death). The
 #    carrier cut is still offered (mp_path_carrier_off) for port-event tests,
-#    but a path cut that way cannot reconnect once RTRS noticed.
+#    but a path cut that way cannot reconnect once RTRS noticed. The same
+#    happens with the C client; it is an rxe limitation, hence the middle link.
 #  * netem sits on the rxe netdevs themselves (mpc<n> egress = client->server,
 #    mps<n> egress = server->client), so it shapes that path only.
 #
@@ -53,6 +60,7 @@
 
 MP_N=${MP_N:-2}
 MP_NS=mpr
+MP_NS2=mpq
 RTRS_CLT_SYSFS=/sys/class/rtrs-client
 
 mp_cdev() { echo "mpc$1"; }
@@ -64,7 +72,8 @@ mp_path_name() { echo "ip:$(mp_caddr "$1")@ip:$(mp_saddr "$1")"; }
 mp_path_dir() { echo "$RTRS_CLT_SYSFS/$1/paths/$(mp_path_name "$2")"; }
 
 _mp_mac() { cat "/sys/class/net/$1/address"; }
-_mp_nsmac() { ip -n $MP_NS -o link show "$1" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2; }
+# _mp_nsmac <netns> <dev>
+_mp_nsmac() { ip -n "$1" -o link show "$2" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2; }
 
 # _mp_routes <n>: (re)install path n's routes and static neighbours; needed at
 # setup and after a restore (downing a link flushes its routes and neighbours).
@@ -73,12 +82,16 @@ _mp_routes() {
 	c=$(mp_cdev "$n"); s=$(mp_sdev "$n"); A=$(mp_caddr "$n"); B=$(mp_saddr "$n")
 	ip route replace "$B/32" dev "$c" src "$A" &&
 	ip route replace "$A/32" dev "$s" src "$B" &&
-	ip neigh replace "$B" lladdr "$(_mp_nsmac "mprc$n")" dev "$c" nud permanent &&
-	ip neigh replace "$A" lladdr "$(_mp_nsmac "mprs$n")" dev "$s" nud permanent &&
+	ip neigh replace "$B" lladdr "$(_mp_nsmac $MP_NS "mprc$n")" dev "$c" nud permanent &&
+	ip neigh replace "$A" lladdr "$(_mp_nsmac $MP_NS2 "mpqs$n")" dev "$s" nud permanent &&
 	ip -n $MP_NS route replace "$A/32" dev "mprc$n" &&
 	ip -n $MP_NS route replace "$B/32" dev "mprs$n" &&
 	ip -n $MP_NS neigh replace "$A" lladdr "$(_mp_mac "$c")" dev "mprc$n" nud permanent &&
-	ip -n $MP_NS neigh replace "$B" lladdr "$(_mp_mac "$s")" dev "mprs$n" nud permanent
+	ip -n $MP_NS neigh replace "$B" lladdr "$(_mp_nsmac $MP_NS2 "mpqc$n")" dev "mprs$n" nud permanent &&
+	ip -n $MP_NS2 route replace "$A/32" dev "mpqc$n" &&
+	ip -n $MP_NS2 route replace "$B/32" dev "mpqs$n" &&
+	ip -n $MP_NS2 neigh replace "$A" lladdr "$(_mp_nsmac $MP_NS "mprs$n")" dev "mpqc$n" nud permanent &&
+	ip -n $MP_NS2 neigh replace "$B" lladdr "$(_mp_mac "$s")" dev "mpqs$n" nud permanent
 }
 
 # _mp_port_active <rxe>: the rxe device's port 1 is ACTIVE.
@@ -91,23 +104,28 @@ mp_setup() {
 	modprobe rdma_rxe || return 1
 	sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
 		net.ipv4.conf.all.accept_local=1 net.ipv4.conf.default.accept_local=1 || return 1
-	ip netns add $MP_NS || return 1
-	ip -n $MP_NS link set lo up
-	ip netns exec $MP_NS sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
-		net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 || return 1
+	local ns
+	for ns in $MP_NS $MP_NS2; do
+		ip netns add $ns || return 1
+		ip -n $ns link set lo up
+		ip netns exec $ns sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+			net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 || return 1
+	done
 	MP_PATHS=
 	for n in $(seq 1 "$MP_N"); do
 		c=$(mp_cdev "$n"); s=$(mp_sdev "$n")
 		ip link add "$c" type veth peer name "mprc$n" netns $MP_NS || return 1
-		ip link add "$s" type veth peer name "mprs$n" netns $MP_NS || return 1
+		ip -n $MP_NS link add "mprs$n" type veth peer name "mpqc$n" netns $MP_NS2 || return 1
+		ip link add "$s" type veth peer name "mpqs$n" netns $MP_NS2 || return 1
 		for d in "$c" "$s"; do
 			sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1" "net.ipv4.conf.$d.rp_filter=0" \
 				"net.ipv4.conf.$d.accept_local=1"
 			ip link set "$d" up || return 1
 		done
-		for d in "mprc$n" "mprs$n"; do
-			ip netns exec $MP_NS sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1" "net.ipv4.conf.$d.rp_filter=0"
-			ip -n $MP_NS link set "$d" up || return 1
+		for d in "$MP_NS:mprc$n" "$MP_NS:mprs$n" "$MP_NS2:mpqc$n" "$MP_NS2:mpqs$n"; do
+			ns=${d%%:*}; d=${d#*:}
+			ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$d.disable_ipv6=1" "net.ipv4.conf.$d.rp_filter=0"
+			ip -n "$ns" link set "$d" up || return 1
 		done
 		ip addr add "$(mp_caddr "$n")/32" dev "$c" || return 1
 		ip addr add "$(mp_saddr "$n")/32" dev "$s" || return 1
@@ -134,6 +152,7 @@ mp_teardown() {
 		ip link del "$(mp_sdev "$n")" 2>/dev/null
 	done
 	ip netns del $MP_NS 2>/dev/null
+	ip netns del $MP_NS2 2>/dev/null
 	return 0
 }
 
@@ -150,9 +169,21 @@ mp_path_cut() {
 # rnbd); mp_path_reconnect makes it happen now.
 mp_path_restore() {
 	ip -n $MP_NS link set "mprc$1" up || return 1
+	ip -n $MP_NS link set "mprs$1" up || return 1
+	wait_for 15 _mp_carrier $MP_NS "mprs$1" || return 1
 	_mp_routes "$1" || return 1
 	wait_for 15 _mp_port_active "rxe_$(mp_cdev "$1")"
 }
+
+# _mp_carrier <netns> <dev>: the link has carrier (operstate UP).
+_mp_carrier() { ip -n "$1" -o link show "$2" | grep -q 'state UP'; }
+
+# mp_path_link_down <n>: "ip link set ... down" of path n's middle link (the
+# veth between the two routers). Neither rxe netdev sees it.
+mp_path_link_down() { ip -n $MP_NS link set "mprs$1" down; }
+
+# mp_path_link_up <n>: undo mp_path_link_down (same as mp_path_restore).
+mp_path_link_up() { mp_path_restore "$1"; }
 
 # mp_path_carrier_off <n>: a real link down seen by the client's HCA: the
 # router end of mpc<n> goes down, mpc<n> loses carrier, rxe_mpc<n> raises
@@ -239,4 +270,5 @@ mp_path_reconnect() {
 		timeout 45 sh -c "echo 1 > '$d/reconnect'" 2>/dev/null || sleep 1
 		[ "${MP_VERBOSE:-0}" = 1 ] && echo "mp_path_reconnect $n: $(mp_path_state "$sess" "$n") at $(date +%T)" >&2
 	done
+	return 0
 }

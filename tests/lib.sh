@@ -79,7 +79,8 @@ map_rnbd() {
 
 # unmap_rnbd <sessname>: unmap every device of a session.
 unmap_rnbd() {
-	local b rc=0
+	local b rc=0 closed
+	closed=$(dmesg | grep -c "rtrs_client_rs: $1: session closed")
 	for b in /sys/block/rnbd*; do
 		[ -e "$b/rnbd/session" ] || continue
 		[ "$(cat "$b/rnbd/session")" = "$1" ] || continue
@@ -89,7 +90,12 @@ unmap_rnbd() {
 	# message's completion work on system_wq, after unmap_device returned;
 	# rmmod rnbd_client before that finishes trips rnbd's own WARN in
 	# rnbd_client_exit and frees the code the work runs. Wait for it.
-	wait_for 60 sh -c "[ ! -e /sys/class/rtrs-client/$1 ]" || rc=1
+	# The directory goes at the start of rtrs_clt_close (after running
+	# sysfs writes returned, e.g. a reconnect); this module logs the end.
+	wait_for 240 sh -c "[ ! -e /sys/class/rtrs-client/$1 ]" || rc=1
+	if grep -q '^rtrs_client_rs ' /proc/modules; then
+		wait_for 240 sh -c "[ \$(dmesg | grep -c 'rtrs_client_rs: $1: session closed') -gt $closed ]" || rc=1
+	fi
 	return $rc
 }
 
