@@ -3,12 +3,12 @@
 # unmodified rnbd-client over this module (MP_CLIENT=rs, the default; make
 # check runs it as tests/vm/55-mp-churn.sh) or over the in-tree C client
 # (MP_CLIENT=c, a baseline run by hand): map over both paths; verified randrw
-# fio (crc32c, QD 64, one job per CPU, 150 s) while a loop takes one path at a
-# time away and back: sysfs disconnect/reconnect of path 2, remove_path/
-# add_path of path 1, ip link down/up of path 1's middle link, a silent cut of
-# path 2 (blackhole routes), then disconnect/reconnect flips until fio ends; no
-# verify error, failovers counted, both paths back; then netem delay on path
-# 1 and the min-latency policy must steer the IO to path 2.
+# fio (crc32c, QD 64, one job per CPU, 180 s) while a loop takes one path at a
+# time away and back: remove_path/add_path of path 1, ip link down/up of path
+# 1's middle link, a silent cut of path 2 (blackhole routes), sysfs
+# disconnect/reconnect of path 2, then disconnect/reconnect flips until fio
+# ends; no verify error, failovers counted, both paths back; then netem delay
+# on path 1 and the min-latency policy must steer the IO to path 2.
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$TESTS_DIR/lib.sh"
 . "$TESTS_DIR/lib-mp.sh"
@@ -18,7 +18,7 @@ case $MP_CLIENT in
 	rs) CLT_MOD=rtrs_client_rs; load_client() { load_rnbd_rs; } ;;
 	*) echo "MP_CLIENT must be c or rs" >&2; exit 2 ;;
 esac
-FIO_RT=${MP_FIO_RUNTIME:-150}
+FIO_RT=${MP_FIO_RUNTIME:-180}
 # Multipath policy during the cuts; empty keeps the client's default
 # (min-inflight for the C client). round-robin makes the C client splat
 # "BUG: using smp_processor_id() in preemptible code" (get_next_path_rr) on
@@ -108,7 +108,9 @@ act_cut() {
 }
 sleep 3
 flip=1
-for a in "disc 2" remove_add link cut "disc 1" "disc 2" "disc 1" "disc 2" "disc 1" "disc 2"; do
+# The slow actions first (a cut path's teardown waits for DISCONNECTED
+# events that never come, 30 s as in C): each must start while fio runs.
+for a in remove_add link cut "disc 2" "disc 1" "disc 2" "disc 1" "disc 2" "disc 1"; do
 	fio_running || break
 	wait_for 60 both_up || { ts "not both paths up before $a"; churn_ok=0; diag "$(mp_status $SESS)"; break; }
 	ts "action: $a"
