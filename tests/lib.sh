@@ -80,7 +80,8 @@ map_rnbd() {
 # unmap_rnbd <sessname>: unmap every device of a session.
 unmap_rnbd() {
 	local b rc=0 closed
-	closed=$(dmesg | grep -c "rtrs_client_rs: $1: session closed")
+	# grep -c prints 0 but fails without a match (callers may run set -e).
+	closed=$(dmesg | grep -c "rtrs_client_rs: $1: session closed" || true)
 	for b in /sys/block/rnbd*; do
 		[ -e "$b/rnbd/session" ] || continue
 		[ "$(cat "$b/rnbd/session")" = "$1" ] || continue
