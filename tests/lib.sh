@@ -79,9 +79,11 @@ map_rnbd() {
 
 # unmap_rnbd <sessname>: unmap every device of a session.
 unmap_rnbd() {
-	local b rc=0 closed
-	# grep -c prints 0 but fails without a match (callers may run set -e).
-	closed=$(dmesg | grep -c "rtrs_client_rs: $1: session closed" || true)
+	local b rc=0 mark
+	# A mark in the kernel log, so that the close is found after it (the
+	# ring buffer wraps in long tests, so counting lines would not do).
+	mark="rtrs-test: unmap_rnbd $1 $$.$RANDOM"
+	echo "$mark" > /dev/kmsg 2>/dev/null || true
 	for b in /sys/block/rnbd*; do
 		[ -e "$b/rnbd/session" ] || continue
 		[ "$(cat "$b/rnbd/session")" = "$1" ] || continue
@@ -95,9 +97,16 @@ unmap_rnbd() {
 	# sysfs writes returned, e.g. a reconnect); this module logs the end.
 	wait_for 240 sh -c "[ ! -e /sys/class/rtrs-client/$1 ]" || rc=1
 	if grep -q '^rtrs_client_rs ' /proc/modules; then
-		wait_for 240 sh -c "[ \$(dmesg | grep -c 'rtrs_client_rs: $1: session closed') -gt $closed ]" || rc=1
+		wait_for 240 _rs_closed_after "$mark" "$1" || rc=1
 	fi
 	return $rc
+}
+
+# _rs_closed_after <mark> <sess>: this module logged "<sess>: session closed"
+# after the kernel log line <mark>.
+_rs_closed_after() {
+	dmesg | awk -v m="$1" -v s="rtrs_client_rs: $2: session closed" \
+		'index($0, m) { f = 1 } f && index($0, s) { found = 1 } END { exit !found }'
 }
 
 # fio_verify <dev> <bs> <size> [extra fio args]: write then read back with crc32c.
