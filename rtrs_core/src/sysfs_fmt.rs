@@ -363,7 +363,10 @@ pub fn mpath_policy_show(buf: &mut [u8], mp_policy: i32) -> usize {
 /// Everything else, including kstrtoint overflow, is -EINVAL.
 pub fn mpath_policy_store(buf: &[u8]) -> Result<i32, Errno> {
     if let Ok(v) = kstrtoint(buf, 10) {
-        if matches!(v, MP_POLICY_RR | MP_POLICY_MIN_INFLIGHT | MP_POLICY_MIN_LATENCY) {
+        if matches!(
+            v,
+            MP_POLICY_RR | MP_POLICY_MIN_INFLIGHT | MP_POLICY_MIN_LATENCY
+        ) {
             return Ok(v);
         }
     }
@@ -708,7 +711,11 @@ fn ipv6_is_linklocal(addr: &[u8; 16]) -> bool {
 }
 
 /// `inet_pton_with_scope(AF_UNSPEC, ...)` on the text after "ip:".
-fn inet_pton_with_scope<F>(src: &[u8], port: u16, dev_ifindex: &mut F) -> Result<RtrsSockaddr, Errno>
+fn inet_pton_with_scope<F>(
+    src: &[u8],
+    port: u16,
+    dev_ifindex: &mut F,
+) -> Result<RtrsSockaddr, Errno>
 where
     F: FnMut(&[u8]) -> Option<u32>,
 {
@@ -731,21 +738,35 @@ where
             None => kstrtouint(scope, 0).map_err(|_| Errno::EINVAL)?,
         };
     }
-    Ok(RtrsSockaddr::Inet6 { addr, port, scope_id })
+    Ok(RtrsSockaddr::Inet6 {
+        addr,
+        port,
+        scope_id,
+    })
 }
 
 /// `rtrs_str_to_sockaddr`: one address `gid:<gid>` or `ip:<ipv4|ipv6>`.
 /// `addr` is read as a C string; `len` bounds the text after the prefix (as
 /// in C, a `len` shorter than the prefix wraps and reads to the NUL).
 /// Errors: -EPROTONOSUPPORT for an unknown prefix, -EINVAL for bad text.
-pub fn rtrs_str_to_sockaddr<F>(addr: &[u8], len: usize, port: u16, mut dev_ifindex: F) -> Result<RtrsSockaddr, Errno>
+pub fn rtrs_str_to_sockaddr<F>(
+    addr: &[u8],
+    len: usize,
+    port: u16,
+    mut dev_ifindex: F,
+) -> Result<RtrsSockaddr, Errno>
 where
     F: FnMut(&[u8]) -> Option<u32>,
 {
     str_to_sockaddr(c_str(addr), len, port, &mut dev_ifindex)
 }
 
-fn str_to_sockaddr<F>(cs: &[u8], len: usize, port: u16, dev_ifindex: &mut F) -> Result<RtrsSockaddr, Errno>
+fn str_to_sockaddr<F>(
+    cs: &[u8],
+    len: usize,
+    port: u16,
+    dev_ifindex: &mut F,
+) -> Result<RtrsSockaddr, Errno>
 where
     F: FnMut(&[u8]) -> Option<u32>,
 {
@@ -772,7 +793,12 @@ where
 /// the first '@') of the C string separates source and destination; the
 /// source gets port 0 and any failure of it is -EINVAL; the destination gets
 /// `port` and its error passes through (-EINVAL or -EPROTONOSUPPORT).
-pub fn rtrs_addr_to_sockaddr<F>(s: &[u8], len: usize, port: u16, mut dev_ifindex: F) -> Result<RtrsAddr, Errno>
+pub fn rtrs_addr_to_sockaddr<F>(
+    s: &[u8],
+    len: usize,
+    port: u16,
+    mut dev_ifindex: F,
+) -> Result<RtrsAddr, Errno>
 where
     F: FnMut(&[u8]) -> Option<u32>,
 {
@@ -821,7 +847,11 @@ fn write_ip6_compressed(w: &mut Writer<'_>, a: &[u8; 16]) {
     let v4mapped = (w0 | w1 | w2 | w3 | w4) == 0 && w5 == 0xffff;
     let isatap = (w4 & !0x0200) == 0 && w5 == 0x5efe;
     let use_ipv4 = v4mapped || isatap;
-    let groups = if use_ipv4 { words.get(..6).unwrap_or(&words) } else { words.as_slice() };
+    let groups = if use_ipv4 {
+        words.get(..6).unwrap_or(&words)
+    } else {
+        words.as_slice()
+    };
 
     // Longest run of zero groups; a single zero group is not compressed.
     let mut longest = 1usize;
@@ -896,7 +926,11 @@ pub fn sockaddr_to_str(buf: &mut [u8], addr: Option<&RtrsSockaddr>) -> usize {
 /// `rtrs_addr_to_str`: "src@dst", the name of a path directory. C uses a
 /// `NAME_MAX`-byte buffer for it, so pass `[0u8; NAME_MAX]` to get the same
 /// truncation.
-pub fn rtrs_addr_to_str(buf: &mut [u8], src: Option<&RtrsSockaddr>, dst: Option<&RtrsSockaddr>) -> usize {
+pub fn rtrs_addr_to_str(
+    buf: &mut [u8],
+    src: Option<&RtrsSockaddr>,
+    dst: Option<&RtrsSockaddr>,
+) -> usize {
     let mut w = Writer::new(buf);
     write_sockaddr(&mut w, src);
     w.write_bytes(b"@");
@@ -1058,13 +1092,19 @@ fn migration_cnt_to_str<I: IntoIterator<Item = i32>>(buf: &mut [u8], per_cpu: I)
 
 /// `stats/cpu_migration_from` show: one "N " per possible CPU, in CPU order
 /// (no header), then "\n". The iterator yields `cpu_migr.from` of each CPU.
-pub fn rtrs_clt_stats_migration_from_cnt_to_str<I: IntoIterator<Item = i32>>(buf: &mut [u8], per_cpu: I) -> usize {
+pub fn rtrs_clt_stats_migration_from_cnt_to_str<I: IntoIterator<Item = i32>>(
+    buf: &mut [u8],
+    per_cpu: I,
+) -> usize {
     migration_cnt_to_str(buf, per_cpu)
 }
 
 /// `stats/cpu_migration_to` show: same layout as `cpu_migration_from`, with
 /// `cpu_migr.to` of each possible CPU.
-pub fn rtrs_clt_stats_migration_to_cnt_to_str<I: IntoIterator<Item = i32>>(buf: &mut [u8], per_cpu: I) -> usize {
+pub fn rtrs_clt_stats_migration_to_cnt_to_str<I: IntoIterator<Item = i32>>(
+    buf: &mut [u8],
+    per_cpu: I,
+) -> usize {
     migration_cnt_to_str(buf, per_cpu)
 }
 
@@ -1306,7 +1346,10 @@ mod tests {
         assert_eq!(show(|b| max_reconnect_attempts_show(b, -1)), b"-1\n");
         assert_eq!(show(|b| max_reconnect_attempts_show(b, 0)), b"0\n");
         assert_eq!(show(|b| max_reconnect_attempts_show(b, 9999)), b"9999\n");
-        assert_eq!(show(|b| max_reconnect_attempts_show(b, i32::MIN)), b"-2147483648\n");
+        assert_eq!(
+            show(|b| max_reconnect_attempts_show(b, i32::MIN)),
+            b"-2147483648\n"
+        );
     }
 
     #[test]
@@ -1371,11 +1414,26 @@ mod tests {
         assert_eq!(mpath_policy_store(b"round-robin\n"), Ok(MP_POLICY_RR));
         assert_eq!(mpath_policy_store(b"ROUND-Robin"), Ok(MP_POLICY_RR));
         assert_eq!(mpath_policy_store(b"round-robin, please"), Ok(MP_POLICY_RR));
-        assert_eq!(mpath_policy_store(b"min-inflight"), Ok(MP_POLICY_MIN_INFLIGHT));
-        assert_eq!(mpath_policy_store(b"MIN-INFLIGHT\n"), Ok(MP_POLICY_MIN_INFLIGHT));
-        assert_eq!(mpath_policy_store(b"min-inflightXYZ"), Ok(MP_POLICY_MIN_INFLIGHT));
-        assert_eq!(mpath_policy_store(b"min-latency"), Ok(MP_POLICY_MIN_LATENCY));
-        assert_eq!(mpath_policy_store(b"Min-Latency\n"), Ok(MP_POLICY_MIN_LATENCY));
+        assert_eq!(
+            mpath_policy_store(b"min-inflight"),
+            Ok(MP_POLICY_MIN_INFLIGHT)
+        );
+        assert_eq!(
+            mpath_policy_store(b"MIN-INFLIGHT\n"),
+            Ok(MP_POLICY_MIN_INFLIGHT)
+        );
+        assert_eq!(
+            mpath_policy_store(b"min-inflightXYZ"),
+            Ok(MP_POLICY_MIN_INFLIGHT)
+        );
+        assert_eq!(
+            mpath_policy_store(b"min-latency"),
+            Ok(MP_POLICY_MIN_LATENCY)
+        );
+        assert_eq!(
+            mpath_policy_store(b"Min-Latency\n"),
+            Ok(MP_POLICY_MIN_LATENCY)
+        );
         let mut long = b"round-robin".to_vec();
         long.resize(PAGE_SIZE, b'z');
         assert_eq!(mpath_policy_store(&long), Ok(MP_POLICY_RR));
@@ -1452,15 +1510,27 @@ mod tests {
     fn add_path_split_forms() {
         assert_eq!(add_path_split(b"ip:1.2.3.4\n"), (None, &b"ip:1.2.3.4"[..]));
         assert_eq!(add_path_split(b"ip:1.2.3.4"), (None, &b"ip:1.2.3.4"[..]));
-        assert_eq!(add_path_split(b"ip:1.1.1.1@ip:2.2.2.2\n"), (Some(&b"ip:1.1.1.1"[..]), &b"ip:2.2.2.2"[..]));
-        assert_eq!(add_path_split(b"ip:1.1.1.1,ip:2.2.2.2"), (Some(&b"ip:1.1.1.1"[..]), &b"ip:2.2.2.2"[..]));
+        assert_eq!(
+            add_path_split(b"ip:1.1.1.1@ip:2.2.2.2\n"),
+            (Some(&b"ip:1.1.1.1"[..]), &b"ip:2.2.2.2"[..])
+        );
+        assert_eq!(
+            add_path_split(b"ip:1.1.1.1,ip:2.2.2.2"),
+            (Some(&b"ip:1.1.1.1"[..]), &b"ip:2.2.2.2"[..])
+        );
         // ',' wins over an earlier '@'.
         assert_eq!(add_path_split(b"a@b,c"), (Some(&b"a@b"[..]), &b"c"[..]));
         // A newline before the separator: the source keeps it, the
         // destination runs to the end of the C string.
-        assert_eq!(add_path_split(b"ip:1.1.1.1\n@ip:2.2.2.2"), (Some(&b"ip:1.1.1.1\n"[..]), &b"ip:2.2.2.2"[..]));
+        assert_eq!(
+            add_path_split(b"ip:1.1.1.1\n@ip:2.2.2.2"),
+            (Some(&b"ip:1.1.1.1\n"[..]), &b"ip:2.2.2.2"[..])
+        );
         // Without a newline the length is count; the NUL still ends the text.
-        assert_eq!(add_path_split(b"ip:1.2.3.4\0x@y"), (None, &b"ip:1.2.3.4"[..]));
+        assert_eq!(
+            add_path_split(b"ip:1.2.3.4\0x@y"),
+            (None, &b"ip:1.2.3.4"[..])
+        );
         assert_eq!(add_path_split(b""), (None, &b""[..]));
         assert_eq!(add_path_split(b"\0\n"), (None, &b""[..]));
         assert_eq!(add_path_split(b"@\n"), (Some(&b""[..]), &b""[..]));
@@ -1470,22 +1540,57 @@ mod tests {
     fn add_path_store_ipv4() {
         let a = add_path_store(b"ip:192.168.1.2\n", 1234, no_dev).unwrap();
         assert_eq!(a.src, None);
-        assert_eq!(a.dst, RtrsSockaddr::Inet { addr: [192, 168, 1, 2], port: 1234 });
+        assert_eq!(
+            a.dst,
+            RtrsSockaddr::Inet {
+                addr: [192, 168, 1, 2],
+                port: 1234
+            }
+        );
         assert_eq!(a.dst.family(), AF_INET);
 
         let a = add_path_store(b"ip:192.168.1.1@ip:192.168.1.2\n", 1234, no_dev).unwrap();
-        assert_eq!(a.src, Some(RtrsSockaddr::Inet { addr: [192, 168, 1, 1], port: 0 }));
-        assert_eq!(a.dst, RtrsSockaddr::Inet { addr: [192, 168, 1, 2], port: 1234 });
+        assert_eq!(
+            a.src,
+            Some(RtrsSockaddr::Inet {
+                addr: [192, 168, 1, 1],
+                port: 0
+            })
+        );
+        assert_eq!(
+            a.dst,
+            RtrsSockaddr::Inet {
+                addr: [192, 168, 1, 2],
+                port: 1234
+            }
+        );
 
         let a = add_path_store(b"ip:10.0.0.1,ip:10.0.0.2", 7, no_dev).unwrap();
-        assert_eq!(a.src, Some(RtrsSockaddr::Inet { addr: [10, 0, 0, 1], port: 0 }));
-        assert_eq!(a.dst, RtrsSockaddr::Inet { addr: [10, 0, 0, 2], port: 7 });
+        assert_eq!(
+            a.src,
+            Some(RtrsSockaddr::Inet {
+                addr: [10, 0, 0, 1],
+                port: 0
+            })
+        );
+        assert_eq!(
+            a.dst,
+            RtrsSockaddr::Inet {
+                addr: [10, 0, 0, 2],
+                port: 7
+            }
+        );
     }
 
     #[test]
     fn add_path_store_ipv4_quirks() {
         let dst = |s: &[u8]| add_path_store(s, 1234, no_dev).map(|a| a.dst);
-        let v4 = |a, b, c, d| Ok(RtrsSockaddr::Inet { addr: [a, b, c, d], port: 1234 });
+        let v4 = |a, b, c, d| {
+            Ok(RtrsSockaddr::Inet {
+                addr: [a, b, c, d],
+                port: 1234,
+            })
+        };
         assert_eq!(dst(b"ip:01.002.003.4"), v4(1, 2, 3, 4));
         assert_eq!(dst(b"ip:0.0.0.0"), v4(0, 0, 0, 0));
         assert_eq!(dst(b"ip:255.255.255.255"), v4(255, 255, 255, 255));
@@ -1504,14 +1609,32 @@ mod tests {
         // A newline before the separator stays in the source, and
         // inet4_pton accepts '\n' as the end of an IPv4 address.
         let a = add_path_store(b"ip:1.1.1.1\n@ip:2.2.2.2", 1234, no_dev).unwrap();
-        assert_eq!(a.src, Some(RtrsSockaddr::Inet { addr: [1, 1, 1, 1], port: 0 }));
-        assert_eq!(a.dst, RtrsSockaddr::Inet { addr: [2, 2, 2, 2], port: 1234 });
+        assert_eq!(
+            a.src,
+            Some(RtrsSockaddr::Inet {
+                addr: [1, 1, 1, 1],
+                port: 0
+            })
+        );
+        assert_eq!(
+            a.dst,
+            RtrsSockaddr::Inet {
+                addr: [2, 2, 2, 2],
+                port: 1234
+            }
+        );
     }
 
     #[test]
     fn add_path_store_ipv6() {
         let dst = |s: &[u8]| add_path_store(s, 1234, dev).map(|a| a.dst);
-        let v6 = |addr: [u8; 16], scope_id| Ok(RtrsSockaddr::Inet6 { addr, port: 1234, scope_id });
+        let v6 = |addr: [u8; 16], scope_id| {
+            Ok(RtrsSockaddr::Inet6 {
+                addr,
+                port: 1234,
+                scope_id,
+            })
+        };
         let ll1 = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
         assert_eq!(dst(b"ip:fe80::1\n"), v6(ll1, 0));
         assert_eq!(dst(b"ip:FE80::1"), v6(ll1, 0));
@@ -1567,35 +1690,84 @@ mod tests {
             assert_eq!(dst(bad), Err(EINV), "{:?}", core::str::from_utf8(bad));
         }
         // Leading zeros in a group are not counted.
-        assert_eq!(dst(b"ip:0000:0000:0000:0000:0000:0000:0000:00000"), Ok(RtrsSockaddr::Inet6 { addr: [0; 16], port: 1234, scope_id: 0 }));
+        assert_eq!(
+            dst(b"ip:0000:0000:0000:0000:0000:0000:0000:00000"),
+            Ok(RtrsSockaddr::Inet6 {
+                addr: [0; 16],
+                port: 1234,
+                scope_id: 0
+            })
+        );
         // 48 characters are allowed, 49 are not.
         let mut s = b"ip:fe80:0000:0000:0000:0000:0000:0000:0001%00000007".to_vec();
         assert_eq!(s.len() - 3, 48);
         let mut ll1 = [0u8; 16];
         ll1[..2].copy_from_slice(&[0xfe, 0x80]);
         ll1[15] = 1;
-        assert_eq!(dst(&s), Ok(RtrsSockaddr::Inet6 { addr: ll1, port: 1234, scope_id: 7 }));
+        assert_eq!(
+            dst(&s),
+            Ok(RtrsSockaddr::Inet6 {
+                addr: ll1,
+                port: 1234,
+                scope_id: 7
+            })
+        );
         s.insert(3, b'0');
         assert_eq!(dst(&s), Err(EINV));
     }
 
     #[test]
     fn add_path_store_gid() {
-        let gid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0x01, 0x02, 0x03];
+        let gid = [
+            0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0x01, 0x02, 0x03,
+        ];
         let a = add_path_store(b"gid:fe80::2:c903:1:203\n", 1234, no_dev).unwrap();
-        assert_eq!(a.dst, RtrsSockaddr::Ib { gid, sid: 0x13F_04D2 });
+        assert_eq!(
+            a.dst,
+            RtrsSockaddr::Ib {
+                gid,
+                sid: 0x13F_04D2
+            }
+        );
         assert_eq!(a.dst.family(), AF_IB);
-        let a = add_path_store(b"gid:fe80:0000:0000:0000:0002:c903:0001:0203", 1234, no_dev).unwrap();
-        assert_eq!(a.dst, RtrsSockaddr::Ib { gid, sid: 0x13F_04D2 });
+        let a =
+            add_path_store(b"gid:fe80:0000:0000:0000:0002:c903:0001:0203", 1234, no_dev).unwrap();
+        assert_eq!(
+            a.dst,
+            RtrsSockaddr::Ib {
+                gid,
+                sid: 0x13F_04D2
+            }
+        );
         // The source gets port 0.
-        let a = add_path_store(b"gid:fe80::2:c903:1:203@gid:fe80::2:c903:1:203", 1234, no_dev).unwrap();
-        assert_eq!(a.src, Some(RtrsSockaddr::Ib { gid, sid: 0x13F_0000 }));
+        let a = add_path_store(
+            b"gid:fe80::2:c903:1:203@gid:fe80::2:c903:1:203",
+            1234,
+            no_dev,
+        )
+        .unwrap();
+        assert_eq!(
+            a.src,
+            Some(RtrsSockaddr::Ib {
+                gid,
+                sid: 0x13F_0000
+            })
+        );
         // The port goes through a C `short`: 0x8000 and up sign-extend.
         let a = add_path_store(b"gid:::1", 0x8000, no_dev).unwrap();
-        assert!(matches!(a.dst, RtrsSockaddr::Ib { sid: 0xFFFF_FFFF_FFFF_8000, .. }));
+        assert!(matches!(
+            a.dst,
+            RtrsSockaddr::Ib {
+                sid: 0xFFFF_FFFF_FFFF_8000,
+                ..
+            }
+        ));
         // No scope for GIDs, and a newline inside is junk.
         assert_eq!(add_path_store(b"gid:fe80::1%eth0", 1234, dev), Err(EINV));
-        assert_eq!(add_path_store(b"gid:fe80::1\n@ip:2.2.2.2", 1234, no_dev), Err(EINV));
+        assert_eq!(
+            add_path_store(b"gid:fe80::1\n@ip:2.2.2.2", 1234, no_dev),
+            Err(EINV)
+        );
         assert_eq!(add_path_store(b"gid:", 1234, no_dev), Err(EINV));
         assert_eq!(add_path_store(b"gid:1.2.3.4", 1234, no_dev), Err(EINV));
         // gid text has no length limit of its own.
@@ -1604,7 +1776,10 @@ mod tests {
         long.extend_from_slice(b"1.2.3.4");
         assert_eq!(
             add_path_store(&long, 1, no_dev).map(|a| a.dst),
-            Ok(RtrsSockaddr::Ib { gid: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4], sid: 0x13F_0001 })
+            Ok(RtrsSockaddr::Ib {
+                gid: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4],
+                sid: 0x13F_0001
+            })
         );
     }
 
@@ -1644,21 +1819,42 @@ mod tests {
     #[test]
     fn rtrs_addr_to_sockaddr_errnos() {
         // The destination's own error passes through; the source's is -EINVAL.
-        assert_eq!(rtrs_addr_to_sockaddr(b"foo:1", 5, 1234, no_dev), Err(ENOPROTO));
+        assert_eq!(
+            rtrs_addr_to_sockaddr(b"foo:1", 5, 1234, no_dev),
+            Err(ENOPROTO)
+        );
         assert_eq!(rtrs_addr_to_sockaddr(b"", 0, 1234, no_dev), Err(ENOPROTO));
-        assert_eq!(rtrs_addr_to_sockaddr(b"ip:1.1.1.1@", 11, 1234, no_dev), Err(ENOPROTO));
-        assert_eq!(rtrs_addr_to_sockaddr(b"foo@ip:1.1.1.1", 14, 1234, no_dev), Err(EINV));
-        assert_eq!(rtrs_addr_to_sockaddr(b"ip:1.1.1.x", 10, 1234, no_dev), Err(EINV));
+        assert_eq!(
+            rtrs_addr_to_sockaddr(b"ip:1.1.1.1@", 11, 1234, no_dev),
+            Err(ENOPROTO)
+        );
+        assert_eq!(
+            rtrs_addr_to_sockaddr(b"foo@ip:1.1.1.1", 14, 1234, no_dev),
+            Err(EINV)
+        );
+        assert_eq!(
+            rtrs_addr_to_sockaddr(b"ip:1.1.1.x", 10, 1234, no_dev),
+            Err(EINV)
+        );
         assert_eq!(rtrs_addr_to_sockaddr(b"gid:x", 5, 1234, no_dev), Err(EINV));
         // len bounds the destination text...
         let a = rtrs_addr_to_sockaddr(b"ip:1.2.3.45", 10, 1, no_dev).unwrap();
-        assert_eq!(a.dst, RtrsSockaddr::Inet { addr: [1, 2, 3, 4], port: 1 });
+        assert_eq!(
+            a.dst,
+            RtrsSockaddr::Inet {
+                addr: [1, 2, 3, 4],
+                port: 1
+            }
+        );
         // ...but a len shorter than the prefix wraps and reads to the NUL.
         let a = rtrs_addr_to_sockaddr(b"gid:::1", 2, 1, no_dev).unwrap();
         assert!(matches!(a.dst, RtrsSockaddr::Ib { .. }));
         assert_eq!(
             rtrs_str_to_sockaddr(b"ip:1.2.3.4", 10, 9, no_dev),
-            Ok(RtrsSockaddr::Inet { addr: [1, 2, 3, 4], port: 9 })
+            Ok(RtrsSockaddr::Inet {
+                addr: [1, 2, 3, 4],
+                port: 9
+            })
         );
         assert_eq!(rtrs_str_to_sockaddr(b"ib:1", 4, 9, no_dev), Err(ENOPROTO));
     }
@@ -1680,7 +1876,11 @@ mod tests {
     }
 
     fn v6(addr: [u8; 16]) -> RtrsSockaddr {
-        RtrsSockaddr::Inet6 { addr, port: 1234, scope_id: 3 }
+        RtrsSockaddr::Inet6 {
+            addr,
+            port: 1234,
+            scope_id: 3,
+        }
     }
 
     fn words(w: [u16; 8]) -> [u8; 16] {
@@ -1699,14 +1899,20 @@ mod tests {
     fn sockaddr_to_str_ipv4() {
         assert_eq!(addr_str(Some(&v4([192, 168, 1, 1]))), "ip:192.168.1.1");
         assert_eq!(addr_str(Some(&v4([0, 0, 0, 0]))), "ip:0.0.0.0");
-        assert_eq!(addr_str(Some(&v4([255, 255, 255, 255]))), "ip:255.255.255.255");
+        assert_eq!(
+            addr_str(Some(&v4([255, 255, 255, 255]))),
+            "ip:255.255.255.255"
+        );
         assert_eq!(addr_str(Some(&v4([10, 0, 20, 3]))), "ip:10.0.20.3");
     }
 
     #[test]
     fn sockaddr_to_str_ipv6_compressed() {
         let s = |w| addr_str(Some(&v6(words(w))));
-        assert_eq!(s([0xfe80, 0, 0, 0, 0x200, 0x5aee, 0xfeaa, 0x20a2]), "ip:fe80::200:5aee:feaa:20a2");
+        assert_eq!(
+            s([0xfe80, 0, 0, 0, 0x200, 0x5aee, 0xfeaa, 0x20a2]),
+            "ip:fe80::200:5aee:feaa:20a2"
+        );
         assert_eq!(s([0; 8]), "ip:::");
         assert_eq!(s([0, 0, 0, 0, 0, 0, 0, 1]), "ip:::1");
         assert_eq!(s([1, 0, 0, 0, 0, 0, 0, 0]), "ip:1::");
@@ -1716,39 +1922,81 @@ mod tests {
         assert_eq!(s([1, 0, 0, 1, 1, 0, 0, 1]), "ip:1::1:1:0:0:1");
         // A single zero group is printed as 0.
         assert_eq!(s([1, 0, 1, 1, 1, 1, 1, 1]), "ip:1:0:1:1:1:1:1:1");
-        assert_eq!(s([0xabcd, 0x0abc, 0x00ab, 0x000a, 0x0100, 0x1000, 0xffff, 0]), "ip:abcd:abc:ab:a:100:1000:ffff:0");
+        assert_eq!(
+            s([0xabcd, 0x0abc, 0x00ab, 0x000a, 0x0100, 0x1000, 0xffff, 0]),
+            "ip:abcd:abc:ab:a:100:1000:ffff:0"
+        );
         // v4-mapped and ISATAP end in a dotted quad; v4-compatible does not.
-        assert_eq!(s([0, 0, 0, 0, 0, 0xffff, 0x0102, 0x0304]), "ip:::ffff:1.2.3.4");
-        assert_eq!(s([0xfe80, 0, 0, 0, 0, 0x5efe, 0x0a00, 0x0001]), "ip:fe80::5efe:10.0.0.1");
-        assert_eq!(s([0xfe80, 0, 0, 0, 0x200, 0x5efe, 0xc0a8, 0x0101]), "ip:fe80::200:5efe:192.168.1.1");
-        assert_eq!(s([0xfe80, 0, 0, 0, 0x300, 0x5efe, 0xc0a8, 0x0101]), "ip:fe80::300:5efe:c0a8:101");
+        assert_eq!(
+            s([0, 0, 0, 0, 0, 0xffff, 0x0102, 0x0304]),
+            "ip:::ffff:1.2.3.4"
+        );
+        assert_eq!(
+            s([0xfe80, 0, 0, 0, 0, 0x5efe, 0x0a00, 0x0001]),
+            "ip:fe80::5efe:10.0.0.1"
+        );
+        assert_eq!(
+            s([0xfe80, 0, 0, 0, 0x200, 0x5efe, 0xc0a8, 0x0101]),
+            "ip:fe80::200:5efe:192.168.1.1"
+        );
+        assert_eq!(
+            s([0xfe80, 0, 0, 0, 0x300, 0x5efe, 0xc0a8, 0x0101]),
+            "ip:fe80::300:5efe:c0a8:101"
+        );
         assert_eq!(s([0, 0, 0, 0, 0, 0, 0x0102, 0x0304]), "ip:::102:304");
         assert_eq!(s([0, 0, 0, 0, 0, 0xffff, 0, 0]), "ip:::ffff:0.0.0.0");
     }
 
     #[test]
     fn sockaddr_to_str_gid_and_invalid() {
-        let gid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0x01, 0x02, 0x03];
+        let gid = [
+            0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0x01, 0x02, 0x03,
+        ];
         let ib = RtrsSockaddr::Ib { gid, sid: 0 };
-        assert_eq!(addr_str(Some(&ib)), "gid:fe80:0000:0000:0000:0002:c903:0001:0203");
-        let zero = RtrsSockaddr::Ib { gid: [0; 16], sid: 0 };
-        assert_eq!(addr_str(Some(&zero)), "gid:0000:0000:0000:0000:0000:0000:0000:0000");
+        assert_eq!(
+            addr_str(Some(&ib)),
+            "gid:fe80:0000:0000:0000:0002:c903:0001:0203"
+        );
+        let zero = RtrsSockaddr::Ib {
+            gid: [0; 16],
+            sid: 0,
+        };
+        assert_eq!(
+            addr_str(Some(&zero)),
+            "gid:0000:0000:0000:0000:0000:0000:0000:0000"
+        );
         assert_eq!(addr_str(None), "<invalid address family>");
     }
 
     #[test]
     fn src_dst_addr_show_bytes() {
-        assert_eq!(show(|b| rtrs_clt_src_addr_show(b, Some(&v4([10, 0, 0, 1])))), b"ip:10.0.0.1\n");
-        assert_eq!(show(|b| rtrs_clt_dst_addr_show(b, Some(&v6(words([0xfe80, 0, 0, 0, 0, 0, 0, 1]))))), b"ip:fe80::1\n");
-        assert_eq!(show(|b| rtrs_clt_dst_addr_show(b, None)), b"<invalid address family>\n");
+        assert_eq!(
+            show(|b| rtrs_clt_src_addr_show(b, Some(&v4([10, 0, 0, 1])))),
+            b"ip:10.0.0.1\n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_dst_addr_show(b, Some(&v6(words([0xfe80, 0, 0, 0, 0, 0, 0, 1]))))),
+            b"ip:fe80::1\n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_dst_addr_show(b, None)),
+            b"<invalid address family>\n"
+        );
     }
 
     #[test]
     fn path_dir_name() {
         let mut name = [0u8; NAME_MAX];
-        let n = rtrs_addr_to_str(&mut name, Some(&v4([192, 168, 1, 1])), Some(&v4([192, 168, 1, 2])));
+        let n = rtrs_addr_to_str(
+            &mut name,
+            Some(&v4([192, 168, 1, 1])),
+            Some(&v4([192, 168, 1, 2])),
+        );
         assert_eq!(&name[..n], b"ip:192.168.1.1@ip:192.168.1.2");
-        let gid = RtrsSockaddr::Ib { gid: [0xff; 16], sid: 0 };
+        let gid = RtrsSockaddr::Ib {
+            gid: [0xff; 16],
+            sid: 0,
+        };
         let n = rtrs_addr_to_str(&mut name, Some(&gid), Some(&gid));
         assert_eq!(n, 2 * 43 + 1);
         assert_eq!(&name[n - 5..n], b":ffff");
@@ -1756,16 +2004,27 @@ mod tests {
         assert_eq!(&name[..n], b"<invalid address family>@ip:1.2.3.4");
         // Truncation keeps the buffer NUL-terminated.
         let mut small = [0xAAu8; 8];
-        assert_eq!(rtrs_addr_to_str(&mut small, Some(&v4([1, 2, 3, 4])), None), 7);
+        assert_eq!(
+            rtrs_addr_to_str(&mut small, Some(&v4([1, 2, 3, 4])), None),
+            7
+        );
         assert_eq!(&small, b"ip:1.2.\0");
     }
 
     #[test]
     fn parse_then_print_round_trip() {
-        let a = add_path_store(b"ip:fe80:0:0:0:0:0:0:1%eth0@gid:fe80::2:c903:1:203\n", 1234, dev).unwrap();
+        let a = add_path_store(
+            b"ip:fe80:0:0:0:0:0:0:1%eth0@gid:fe80::2:c903:1:203\n",
+            1234,
+            dev,
+        )
+        .unwrap();
         let mut name = [0u8; NAME_MAX];
         let n = rtrs_addr_to_str(&mut name, a.src.as_ref(), Some(&a.dst));
-        assert_eq!(&name[..n], b"ip:fe80::1@gid:fe80:0000:0000:0000:0002:c903:0001:0203");
+        assert_eq!(
+            &name[..n],
+            b"ip:fe80::1@gid:fe80:0000:0000:0000:0002:c903:0001:0203"
+        );
     }
 
     // ----- path attributes ------------------------------------------------
@@ -1793,9 +2052,18 @@ mod tests {
 
     #[test]
     fn path_usage_shows() {
-        assert_eq!(show(rtrs_clt_reconnect_show), b"Usage: echo 1 > reconnect\n");
-        assert_eq!(show(rtrs_clt_disconnect_show), b"Usage: echo 1 > disconnect\n");
-        assert_eq!(show(rtrs_clt_remove_path_show), b"Usage: echo 1 > remove_path\n");
+        assert_eq!(
+            show(rtrs_clt_reconnect_show),
+            b"Usage: echo 1 > reconnect\n"
+        );
+        assert_eq!(
+            show(rtrs_clt_disconnect_show),
+            b"Usage: echo 1 > disconnect\n"
+        );
+        assert_eq!(
+            show(rtrs_clt_remove_path_show),
+            b"Usage: echo 1 > remove_path\n"
+        );
     }
 
     #[test]
@@ -1851,21 +2119,50 @@ mod tests {
         assert_eq!(show(|b| rtrs_clt_cur_latency_show(b, 0)), b"0 ns\n");
         assert_eq!(show(|b| rtrs_clt_cur_latency_show(b, 12345)), b"12345 ns\n");
         assert_eq!(show(|b| rtrs_clt_cur_latency_show(b, -1)), b"-1 ns\n");
-        assert_eq!(show(|b| rtrs_clt_cur_latency_show(b, i64::MAX)), b"9223372036854775807 ns\n");
+        assert_eq!(
+            show(|b| rtrs_clt_cur_latency_show(b, i64::MAX)),
+            b"9223372036854775807 ns\n"
+        );
     }
 
     // ----- stats ----------------------------------------------------------
 
     #[test]
     fn stats_rdma_bytes() {
-        let s = RdmaStats { read_cnt: 1, read_bytes: 4096, write_cnt: 3, write_bytes: 12288, inflight: 5, failover: 6 };
-        assert_eq!(show(|b| rtrs_clt_stats_rdma_to_str(b, &s)), b"1 4096 3 12288 5 6\n");
-        assert_eq!(show(|b| rtrs_clt_stats_rdma_to_str(b, &RdmaStats::default())), b"0 0 0 0 0 0\n");
+        let s = RdmaStats {
+            read_cnt: 1,
+            read_bytes: 4096,
+            write_cnt: 3,
+            write_bytes: 12288,
+            inflight: 5,
+            failover: 6,
+        };
+        assert_eq!(
+            show(|b| rtrs_clt_stats_rdma_to_str(b, &s)),
+            b"1 4096 3 12288 5 6\n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_stats_rdma_to_str(b, &RdmaStats::default())),
+            b"0 0 0 0 0 0\n"
+        );
         // inflight is printed unsigned.
-        let s = RdmaStats { inflight: -1, ..RdmaStats::default() };
-        assert_eq!(show(|b| rtrs_clt_stats_rdma_to_str(b, &s)), b"0 0 0 0 4294967295 0\n");
+        let s = RdmaStats {
+            inflight: -1,
+            ..RdmaStats::default()
+        };
+        assert_eq!(
+            show(|b| rtrs_clt_stats_rdma_to_str(b, &s)),
+            b"0 0 0 0 4294967295 0\n"
+        );
         let m = u64::MAX;
-        let s = RdmaStats { read_cnt: m, read_bytes: m, write_cnt: m, write_bytes: m, inflight: i32::MAX, failover: m };
+        let s = RdmaStats {
+            read_cnt: m,
+            read_bytes: m,
+            write_cnt: m,
+            write_bytes: m,
+            inflight: i32::MAX,
+            failover: m,
+        };
         assert_eq!(
             show(|b| rtrs_clt_stats_rdma_to_str(b, &s)),
             b"18446744073709551615 18446744073709551615 18446744073709551615 18446744073709551615 2147483647 18446744073709551615\n"
@@ -1876,33 +2173,69 @@ mod tests {
     #[test]
     fn stats_rdma_is_rnbd_parsable() {
         // rnbd takes fields 2, 4 (bytes) and 5 (inflight) of six.
-        let s = RdmaStats { read_cnt: 1, read_bytes: 2, write_cnt: 3, write_bytes: 4, inflight: 5, failover: 6 };
+        let s = RdmaStats {
+            read_cnt: 1,
+            read_bytes: 2,
+            write_cnt: 3,
+            write_bytes: 4,
+            inflight: 5,
+            failover: 6,
+        };
         let out = show(|b| rtrs_clt_stats_rdma_to_str(b, &s));
-        let f: Vec<&str> = core::str::from_utf8(&out).unwrap().split_whitespace().collect();
+        let f: Vec<&str> = core::str::from_utf8(&out)
+            .unwrap()
+            .split_whitespace()
+            .collect();
         assert_eq!(f, ["1", "2", "3", "4", "5", "6"]);
     }
 
     #[test]
     fn stats_reconnects_bytes() {
-        let s = |successful_cnt, fail_cnt| ReconnectStats { successful_cnt, fail_cnt };
-        assert_eq!(show(|b| rtrs_clt_stats_reconnects_to_str(b, &s(-1, 0))), b"-1 0\n");
-        assert_eq!(show(|b| rtrs_clt_stats_reconnects_to_str(b, &s(3, 2))), b"3 2\n");
-        assert_eq!(show(|b| rtrs_clt_stats_reconnects_to_str(b, &s(i32::MAX, i32::MIN))), b"2147483647 -2147483648\n");
+        let s = |successful_cnt, fail_cnt| ReconnectStats {
+            successful_cnt,
+            fail_cnt,
+        };
+        assert_eq!(
+            show(|b| rtrs_clt_stats_reconnects_to_str(b, &s(-1, 0))),
+            b"-1 0\n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_stats_reconnects_to_str(b, &s(3, 2))),
+            b"3 2\n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_stats_reconnects_to_str(b, &s(i32::MAX, i32::MIN))),
+            b"2147483647 -2147483648\n"
+        );
     }
 
     #[test]
     fn stats_cpu_migration_bytes() {
-        assert_eq!(show(|b| rtrs_clt_stats_migration_from_cnt_to_str(b, [0, 0, 5, 0])), b"0 0 5 0 \n");
-        assert_eq!(show(|b| rtrs_clt_stats_migration_to_cnt_to_str(b, [7])), b"7 \n");
-        assert_eq!(show(|b| rtrs_clt_stats_migration_to_cnt_to_str(b, [-1, 2])), b"-1 2 \n");
-        assert_eq!(show(|b| rtrs_clt_stats_migration_from_cnt_to_str(b, core::iter::empty())), b"\n");
+        assert_eq!(
+            show(|b| rtrs_clt_stats_migration_from_cnt_to_str(b, [0, 0, 5, 0])),
+            b"0 0 5 0 \n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_stats_migration_to_cnt_to_str(b, [7])),
+            b"7 \n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_stats_migration_to_cnt_to_str(b, [-1, 2])),
+            b"-1 2 \n"
+        );
+        assert_eq!(
+            show(|b| rtrs_clt_stats_migration_from_cnt_to_str(b, core::iter::empty())),
+            b"\n"
+        );
     }
 
     #[test]
     fn stats_cpu_migration_truncates_at_page() {
         // 1000 CPUs of 12 bytes each: the page keeps 4095 bytes, cut inside
         // a number, and the final newline is lost, as with sysfs_emit_at.
-        let out = show(|b| rtrs_clt_stats_migration_from_cnt_to_str(b, core::iter::repeat_n(i32::MIN, 1000)));
+        let out = show(|b| {
+            rtrs_clt_stats_migration_from_cnt_to_str(b, core::iter::repeat_n(i32::MIN, 1000))
+        });
         assert_eq!(out.len(), PAGE_SIZE - 1);
         assert_eq!(&out[..12], b"-2147483648 ");
         assert_eq!(&out[341 * 12..], b"-21");
@@ -1913,7 +2246,10 @@ mod tests {
 
     #[test]
     fn stats_reset_all_help_bytes() {
-        assert_eq!(show(rtrs_clt_reset_all_help), b"echo 1 to reset all statistics\n");
+        assert_eq!(
+            show(rtrs_clt_reset_all_help),
+            b"echo 1 to reset all statistics\n"
+        );
     }
 
     #[test]
@@ -2026,8 +2362,26 @@ mod tests {
         ok("min-latency-xyz", 2);
         ok("MIN-LATENCY", 2);
         for s in [
-            "3", "-1", "hex", "rrx", "round", "foo", "nl", "rr\n\n", "ws", "nul-nl", "4096x1", "non-utf8",
-            "non-utf8-1", "int-max+1", "int-min-1", "uint-max+1", "lead-sp", "trail-sp", "nl-nl", "crlf",
+            "3",
+            "-1",
+            "hex",
+            "rrx",
+            "round",
+            "foo",
+            "nl",
+            "rr\n\n",
+            "ws",
+            "nul-nl",
+            "4096x1",
+            "non-utf8",
+            "non-utf8-1",
+            "int-max+1",
+            "int-min-1",
+            "uint-max+1",
+            "lead-sp",
+            "trail-sp",
+            "nl-nl",
+            "crlf",
         ] {
             einval(s);
         }
@@ -2039,12 +2393,35 @@ mod tests {
     #[test]
     fn vm_observed_max_reconnect_attempts() {
         let st = |s: &str| max_reconnect_attempts_store(&vm_input(s));
-        for (s, v) in [("5", 5), ("5\n", 5), ("9999", 9999), ("0", 0), ("-1", -1), ("-1\n", -1), ("+1", 1), ("-0", 0)] {
+        for (s, v) in [
+            ("5", 5),
+            ("5\n", 5),
+            ("9999", 9999),
+            ("0", 0),
+            ("-1", -1),
+            ("-1\n", -1),
+            ("+1", 1),
+            ("-0", 0),
+        ] {
             assert_eq!(st(s), Ok(v), "{s:?}");
         }
         assert_eq!(st("octal"), Ok(1));
         assert_eq!(st("4096-1-nulpad"), Ok(1));
-        for s in ["10000", "-2", "abc", "hex", "lead-sp", "trail-sp", "nl", "ws", "nul-nl", "non-utf8", "non-utf8-1", "nl-nl", "crlf"] {
+        for s in [
+            "10000",
+            "-2",
+            "abc",
+            "hex",
+            "lead-sp",
+            "trail-sp",
+            "nl",
+            "ws",
+            "nul-nl",
+            "non-utf8",
+            "non-utf8-1",
+            "nl-nl",
+            "crlf",
+        ] {
             assert_eq!(st(s), Err(EINV), "{s:?}");
         }
         for s in ["int-max+1", "int-min-1", "uint-max+1", "4096x1"] {
@@ -2060,8 +2437,24 @@ mod tests {
             assert_eq!(rtrs_clt_stats_store(&vm_input(s)), Ok(()), "{s:?}");
         }
         for s in [
-            "0", "2", "yes", "-1", "+1", "octal", "hex", "lead-sp", "trail-sp", "nl-nl", "crlf", "nl", "ws", "nul-nl",
-            "4096x1", "non-utf8", "non-utf8-1", "int-max+1",
+            "0",
+            "2",
+            "yes",
+            "-1",
+            "+1",
+            "octal",
+            "hex",
+            "lead-sp",
+            "trail-sp",
+            "nl-nl",
+            "crlf",
+            "nl",
+            "ws",
+            "nul-nl",
+            "4096x1",
+            "non-utf8",
+            "non-utf8-1",
+            "int-max+1",
         ] {
             assert_eq!(rtrs_clt_reconnect_store(&vm_input(s)), Err(EINV), "{s:?}");
             assert_eq!(rtrs_clt_disconnect_store(&vm_input(s)), Err(EINV), "{s:?}");
@@ -2075,24 +2468,54 @@ mod tests {
         let p = |s: &[u8]| add_path_store(s, 1234, no_dev);
         let v4 = |a: [u8; 4], port: u16| RtrsSockaddr::Inet { addr: a, port };
         // Parsed, then connected (ok) or refused by the network/server.
-        assert_eq!(p(b"ip:10.0.2.16"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
-        assert_eq!(p(b"ip:10.0.2.16\n"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
+        assert_eq!(
+            p(b"ip:10.0.2.16"),
+            Ok(RtrsAddr {
+                src: None,
+                dst: v4([10, 0, 2, 16], 1234)
+            })
+        );
+        assert_eq!(
+            p(b"ip:10.0.2.16\n"),
+            Ok(RtrsAddr {
+                src: None,
+                dst: v4([10, 0, 2, 16], 1234)
+            })
+        );
         assert_eq!(
             p(b"ip:10.0.2.15,ip:10.0.2.16"),
-            Ok(RtrsAddr { src: Some(v4([10, 0, 2, 15], 0)), dst: v4([10, 0, 2, 16], 1234) })
+            Ok(RtrsAddr {
+                src: Some(v4([10, 0, 2, 15], 0)),
+                dst: v4([10, 0, 2, 16], 1234)
+            })
         );
         assert_eq!(
             p(b"ip:10.0.2.15@ip:10.0.2.16"),
-            Ok(RtrsAddr { src: Some(v4([10, 0, 2, 15], 0)), dst: v4([10, 0, 2, 16], 1234) })
+            Ok(RtrsAddr {
+                src: Some(v4([10, 0, 2, 15], 0)),
+                dst: v4([10, 0, 2, 16], 1234)
+            })
         );
         // in4_pton stops at ':' (EEXIST from the server in the VM: same path).
-        assert_eq!(p(b"ip:10.0.2.16:99"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
+        assert_eq!(
+            p(b"ip:10.0.2.16:99"),
+            Ok(RtrsAddr {
+                src: None,
+                dst: v4([10, 0, 2, 16], 1234)
+            })
+        );
         // A NUL ends the text.
-        assert_eq!(p(b"ip:10.0.2.16\0junk"), Ok(RtrsAddr { src: None, dst: v4([10, 0, 2, 16], 1234) }));
+        assert_eq!(
+            p(b"ip:10.0.2.16\0junk"),
+            Ok(RtrsAddr {
+                src: None,
+                dst: v4([10, 0, 2, 16], 1234)
+            })
+        );
         assert!(p(b"ip:127.0.0.1").is_ok()); // ENODEV from rdma_cm in the VM
         assert!(p(b"ip:::1").is_ok()); // ENODEV
         assert!(p(b"ip:1.2.3.4").is_ok()); // ENETUNREACH
-        // -EINVAL before any connect.
+                                           // -EINVAL before any connect.
         for s in [
             &b"foo"[..],
             b"ip:1.2.3.256",
@@ -2127,25 +2550,77 @@ mod tests {
         let s = |f: &dyn Fn(&mut [u8]) -> usize| show(|b| f(b));
         assert_eq!(s(&|b| max_reconnect_attempts_show(b, -1)), b"-1\n");
         assert_eq!(s(&|b| add_path_show(b)), b"Usage: echo [<source addr>@]<destination addr> > add_path\n\n*addr ::= [ ip:<ipv4|ipv6> | gid:<gid> ]\n");
-        assert_eq!(s(&|b| rtrs_clt_reconnect_show(b)), b"Usage: echo 1 > reconnect\n");
-        assert_eq!(s(&|b| rtrs_clt_disconnect_show(b)), b"Usage: echo 1 > disconnect\n");
-        assert_eq!(s(&|b| rtrs_clt_remove_path_show(b)), b"Usage: echo 1 > remove_path\n");
-        assert_eq!(s(&|b| rtrs_clt_reset_all_help(b)), b"echo 1 to reset all statistics\n");
-        assert_eq!(s(&|b| rtrs_clt_hca_name_show(b, b"rxe_eth0")), b"rxe_eth0\n");
+        assert_eq!(
+            s(&|b| rtrs_clt_reconnect_show(b)),
+            b"Usage: echo 1 > reconnect\n"
+        );
+        assert_eq!(
+            s(&|b| rtrs_clt_disconnect_show(b)),
+            b"Usage: echo 1 > disconnect\n"
+        );
+        assert_eq!(
+            s(&|b| rtrs_clt_remove_path_show(b)),
+            b"Usage: echo 1 > remove_path\n"
+        );
+        assert_eq!(
+            s(&|b| rtrs_clt_reset_all_help(b)),
+            b"echo 1 to reset all statistics\n"
+        );
+        assert_eq!(
+            s(&|b| rtrs_clt_hca_name_show(b, b"rxe_eth0")),
+            b"rxe_eth0\n"
+        );
         assert_eq!(s(&|b| rtrs_clt_hca_port_show(b, 1)), b"1\n");
-        assert_eq!(s(&|b| rtrs_clt_cur_latency_show(b, 5_932_915)), b"5932915 ns\n");
-        let a = RtrsSockaddr::Inet { addr: [10, 0, 2, 15], port: 0 };
-        let d = RtrsSockaddr::Inet { addr: [10, 0, 2, 16], port: 1234 };
-        assert_eq!(s(&|b| rtrs_clt_src_addr_show(b, Some(&a))), b"ip:10.0.2.15\n");
+        assert_eq!(
+            s(&|b| rtrs_clt_cur_latency_show(b, 5_932_915)),
+            b"5932915 ns\n"
+        );
+        let a = RtrsSockaddr::Inet {
+            addr: [10, 0, 2, 15],
+            port: 0,
+        };
+        let d = RtrsSockaddr::Inet {
+            addr: [10, 0, 2, 16],
+            port: 1234,
+        };
+        assert_eq!(
+            s(&|b| rtrs_clt_src_addr_show(b, Some(&a))),
+            b"ip:10.0.2.15\n"
+        );
         let mut name = [0u8; NAME_MAX];
         let n = rtrs_addr_to_str(&mut name, Some(&a), Some(&d));
         assert_eq!(&name[..n], b"ip:10.0.2.15@ip:10.0.2.16");
-        assert_eq!(s(&|b| rtrs_clt_stats_migration_from_cnt_to_str(b, [8, 2])), b"8 2 \n");
-        assert_eq!(s(&|b| rtrs_clt_stats_migration_to_cnt_to_str(b, [2, 8])), b"2 8 \n");
-        assert_eq!(s(&|b| rtrs_clt_stats_reconnects_to_str(b, &ReconnectStats::default())), b"0 0\n");
-        let r = RdmaStats { read_cnt: 259, read_bytes: 1_061_288, write_cnt: 256, write_bytes: 1_056_768, inflight: 0, failover: 0 };
-        assert_eq!(s(&|b| rtrs_clt_stats_rdma_to_str(b, &r)), b"259 1061288 256 1056768 0 0\n");
-        let neg = RdmaStats { inflight: -1, ..RdmaStats::default() };
-        assert_eq!(s(&|b| rtrs_clt_stats_rdma_to_str(b, &neg)), b"0 0 0 0 4294967295 0\n");
+        assert_eq!(
+            s(&|b| rtrs_clt_stats_migration_from_cnt_to_str(b, [8, 2])),
+            b"8 2 \n"
+        );
+        assert_eq!(
+            s(&|b| rtrs_clt_stats_migration_to_cnt_to_str(b, [2, 8])),
+            b"2 8 \n"
+        );
+        assert_eq!(
+            s(&|b| rtrs_clt_stats_reconnects_to_str(b, &ReconnectStats::default())),
+            b"0 0\n"
+        );
+        let r = RdmaStats {
+            read_cnt: 259,
+            read_bytes: 1_061_288,
+            write_cnt: 256,
+            write_bytes: 1_056_768,
+            inflight: 0,
+            failover: 0,
+        };
+        assert_eq!(
+            s(&|b| rtrs_clt_stats_rdma_to_str(b, &r)),
+            b"259 1061288 256 1056768 0 0\n"
+        );
+        let neg = RdmaStats {
+            inflight: -1,
+            ..RdmaStats::default()
+        };
+        assert_eq!(
+            s(&|b| rtrs_clt_stats_rdma_to_str(b, &neg)),
+            b"0 0 0 0 4294967295 0\n"
+        );
     }
 }
