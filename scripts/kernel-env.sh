@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sets variables for the scripts that source it
 # Sourced by the build and VM scripts: where the cached kernel for a flavour lives.
 # FLAVOUR=test (base + debug checkers, the default) or perf (base only).
 # The cache key is the kernel package version plus a hash of the config

@@ -49,7 +49,7 @@ fi
 kml=/sys/kernel/debug/kmemleak
 [ "$RTRS_LEAKCHECK" = 1 ] && [ -w $kml ] && echo clear > $kml
 
-cd "$cwd" 2>/dev/null || cd "$RTRS_REPO"
+cd "$cwd" 2>/dev/null || cd "$RTRS_REPO" || cd /
 sh -c "$(cat /run/vm-out/cmd)"
 rc=$?
 

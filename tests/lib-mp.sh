@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Multipath test topology for the VM (source after tests/lib.sh).
 #
 # Two (MP_N) independent RoCE (rdma_rxe) paths between the RTRS client and the

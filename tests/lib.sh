@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # TAP 13 helpers for kselftest-style scripts (host and VM), plus the RDMA/RNBD
 # plumbing the VM tests share. Source it; call tap_plan first and tap_done last.
 
@@ -125,7 +126,7 @@ rs_api_exported() {
 	local s
 	for s in rtrs_clt_open rtrs_clt_close rtrs_clt_get_permit rtrs_clt_put_permit \
 		rtrs_clt_request rtrs_clt_rdma_cq_direct rtrs_clt_query; do
-		grep -qE "^0x[0-9a-f]+[[:space:]]+$s[[:space:]]" "$RTRS_REPO/Module.symvers" 2>/dev/null || return 1
+		grep -qE "^0x[0-9a-f]+[[:space:]]+${s}[[:space:]]" "$RTRS_REPO/Module.symvers" 2>/dev/null || return 1
 	done
 }
 

@@ -107,7 +107,6 @@ act_cut() {
 	back 2 "restore"
 }
 sleep 3
-flip=1
 # The slow actions first (a cut path's teardown waits for DISCONNECTED
 # events that never come, 30 s as in C): each must start while fio runs.
 for a in remove_add link cut "disc 2" "disc 1" "disc 2" "disc 1" "disc 2" "disc 1"; do

@@ -21,7 +21,7 @@ tap_check "queue/io_poll is 1" test "$(cat /sys/block/$b/queue/io_poll 2>/dev/nu
 # The server counts the client's connections of the path (con_num).
 srvpath=$(ls -d /sys/class/rtrs-server/pq/paths/* 2>/dev/null | head -1)
 diag "server path: $srvpath"
-tap_check "client state CONNECTED" sh -c "grep -q connected /sys/class/rtrs-client/pq/paths/*/state"
+tap_check "client state CONNECTED" sh -c "grep -qx connected /sys/class/rtrs-client/pq/paths/*/state"
 
 # blk-mq debugfs (6.12 keeps no per-hctx counters): a poll hctx (numbered
 # after the nproc shared default/read ones) is TAG_ACTIVE while requests are
@@ -29,7 +29,7 @@ tap_check "client state CONNECTED" sh -c "grep -q connected /sys/class/rtrs-clie
 # it is sampled while polled IO runs.
 poll_hctx_active() {
 	local i
-	for i in $(seq $(nproc) $(( $(nproc) + npoll - 1 ))); do
+	for i in $(seq "$(nproc)" $(( $(nproc) + npoll - 1 ))); do
 		grep -q TAG_ACTIVE /sys/kernel/debug/block/$b/hctx$i/state 2>/dev/null && return 0
 	done
 	return 1
@@ -39,7 +39,7 @@ tap_check "no poll hctx active before polled IO" sh -c "! grep -qs TAG_ACTIVE /s
 # data verification only; io_uring hipri (IOPOLL) uses the poll hctxs.
 for eng in pvsync2 io_uring; do
 	out=$(fio --name=poll-$eng --filename="$dev" --direct=1 --ioengine=$eng --hipri=1 \
-		--iodepth=$([ $eng = io_uring ] && echo 8 || echo 1) --rw=randwrite --bs=4k --size=2M \
+		--iodepth="$([ $eng = io_uring ] && echo 8 || echo 1)" --rw=randwrite --bs=4k --size=2M \
 		--verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
 		--output-format=terse --terse-version=3 2>&1)
 	if [ $? -eq 0 ]; then tap_ok "polled fio ($eng hipri) verifies"; else tap_not_ok "polled fio ($eng hipri)"; diag "$out"; fi
@@ -59,6 +59,7 @@ out=$(fio --name=mixed --filename="$dev" --direct=1 --ioengine=libaio --iodepth=
 	--rw=randrw --bs=64k --size=2M --offset_increment=2M --verify=crc32c --do_verify=1 \
 	--verify_fatal=1 --verify_state_save=0 --randrepeat=0 --output-format=terse 2>&1)
 if [ $? -eq 0 ]; then tap_ok "interrupt-driven IO on the same session verifies"; else tap_not_ok "libaio IO"; diag "$out"; fi
+# shellcheck disable=SC2046 # split into the stats fields
 set -- $(path_rdma_stats pq)
 tap_check "inflight back to 0 (${5:-?})" test "${5:-1}" -eq 0
 tap_check "unmap" unmap_rnbd pq

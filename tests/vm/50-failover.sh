@@ -16,11 +16,11 @@ ip addr add $A2/24 dev eth0
 tap_check "server side loads" start_server 131072
 tap_check "client stack loads" load_rnbd_rs
 echo "sessname=fo path=ip:$SRV_ADDR path=ip:$A2 device_path=/dev/ram0" > $RNBD_CTL/map_device
-dev=/dev/$(basename $(ls -d /sys/block/rnbd* | head -1))
+dev=/dev/$(basename "$(ls -d /sys/block/rnbd* | head -1)")
 tap_check "mapped $dev over two paths" test -b "$dev"
 p1=$cls/fo/paths/ip:$SRV_ADDR@ip:$SRV_ADDR
 p2=$cls/fo/paths/ip:$SRV_ADDR@ip:$A2
-tap_check "both paths connected" sh -c "grep -q connected $p1/state && grep -q connected $p2/state"
+tap_check "both paths connected" sh -c "grep -qx connected $p1/state && grep -qx connected $p2/state"
 
 failovers() { awk '{s += $6} END {print s + 0}' $cls/fo/paths/*/stats/rdma; }
 fio_bg() {
@@ -34,7 +34,7 @@ fio_bg() {
 # 1. Client-side disconnect/reconnect of each path, under IO.
 fio_bg 40
 sleep 3
-for i in 1 2 3; do
+for _ in 1 2 3; do
 	echo 1 > $p1/disconnect; sleep 1
 	echo 1 > $p1/reconnect || echo "reconnect p1 failed" >&2; sleep 1
 	echo 1 > $p2/disconnect; sleep 1
@@ -45,7 +45,7 @@ tap_check "fio verify through 6 disconnect/reconnect cycles (rc $rc)" test $rc -
 [ $rc -eq 0 ] || diag "$(cat /tmp/fio.out)"
 fo=$(failovers)
 tap_check "requests failed over ($fo)" test "$fo" -gt 0
-tap_check "both paths connected again" sh -c "grep -q connected $p1/state && grep -q connected $p2/state"
+tap_check "both paths connected again" sh -c "grep -qx connected $p1/state && grep -qx connected $p2/state"
 tap_check "reconnects counted on path 1 ($(cat $p1/stats/reconnects))" sh -c "[ \$(cut -d' ' -f1 $p1/stats/reconnects) -ge 3 ]"
 inflight=$(awk '{s += $5} END {print s + 0}' $cls/fo/paths/*/stats/rdma)
 tap_check "inflight back to 0 ($inflight)" test "$inflight" -eq 0
@@ -79,7 +79,7 @@ echo 1 > "$(ls -d $srv/fo/paths/*$A2* | head -1)/disconnect"
 wait $FIO_PID; rc=$?
 tap_check "fio verify across a server-side disconnect (rc $rc)" test $rc -eq 0
 [ $rc -eq 0 ] || diag "$(cat /tmp/fio.out)"
-tap_check "path 2 reconnected by itself after the delay" wait_for 40 sh -c "grep -q connected $p2/state"
+tap_check "path 2 reconnected by itself after the delay" wait_for 40 sh -c "grep -qx connected $p2/state"
 diag "failover: $fo0 -> $(failovers); reconnects p2: $(cat $p2/stats/reconnects)"
 
 unmap_rnbd fo

@@ -54,7 +54,7 @@ tap_check "min-inflight: more to the less loaded path (slow path1 $d1, path2 $d2
 
 # --- 1000 policy flips during IO ------------------------------------------------
 run_io 20 & fpid=$!
-for i in $(seq 1 334); do
+for _ in $(seq 1 334); do
 	echo round-robin > $cls/mpath_policy; echo min-inflight > $cls/mpath_policy; echo min-latency > $cls/mpath_policy
 done
 echo min-inflight > $cls/mpath_policy
@@ -92,13 +92,13 @@ tap_check "no attempt after giving up: reconnects still '$(cat $p2dir/stats/reco
 	sh -c "grep -q '^[0-9]* 2\$' $p2dir/stats/reconnects && grep -q disconnected $p2dir/state"
 mp_path_restore 2
 echo -1 > $cls/max_reconnect_attempts
-echo 1 > $(mp_path_dir $S 2)/reconnect
+echo 1 > "$(mp_path_dir $S 2)/reconnect"
 tap_check "echo 1 > reconnect brings it back" mp_path_connected $S 2
 
 # --- rdma link del under a connected path ---------------------------------------
 run_io 15 & fpid=$!
 sleep 3
-rdma link delete rxe_$(mp_cdev 2)
+rdma link delete "rxe_$(mp_cdev 2)"
 wait $fpid; rc=$?
 tap_check "rdma link del under path 2: IO fails over and verifies (fio rc $rc)" test $rc -eq 0
 tap_check "path 2 closed after its device went ($(mp_path_state $S 2))" sh -c "[ \"$(mp_path_state $S 2)\" != connected ]"

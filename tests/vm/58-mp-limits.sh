@@ -32,6 +32,7 @@ load_srv() { modprobe rtrs_server sess_queue_depth="$1" && modprobe rnbd_server;
 p1=$(mp_path_name 1)
 d1() { mp_path_dir $S 1; }
 
+# shellcheck disable=SC2034 # read by mp_setup (lib-mp.sh)
 MP_N=2
 if mp_setup; then tap_ok "topology up: $MP_PATHS"; else tap_not_ok "topology up"; fi
 modprobe brd rd_nr=1 rd_size=65536 max_part=0
