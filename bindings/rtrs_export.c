@@ -17,6 +17,10 @@
 
 #include "rtrs_helpers.h"
 
+/* The Rust module! block has name, description, author and licence. */
+MODULE_VERSION(RTRS_RS_VERSION);
+MODULE_INFO(source, RTRS_RS_SOURCE);
+
 EXPORT_SYMBOL(rtrs_clt_open);
 EXPORT_SYMBOL(rtrs_clt_close);
 EXPORT_SYMBOL(rtrs_clt_get_permit);

@@ -91,6 +91,13 @@ unsafe extern "C" fn inv_rkey_done(_cq: *mut bindings::ib_cq, wc: *mut bindings:
     }
 }
 
+/// The server's chunk of a request slot: its address and rkey (`rbufs[mem_id]`).
+#[derive(Clone, Copy)]
+struct RemoteChunk {
+    addr: u64,
+    rkey: u32,
+}
+
 /// What a request slot carries between submission and completion.
 #[derive(Clone, Copy)]
 struct ReqIo {
@@ -341,15 +348,11 @@ impl IoCtx {
             pr_err!("{}: request slot {} busy\n", con.sess(), a.mem_id);
             return Err(EBUSY);
         }
-        let res = self.do_submit(
-            con,
-            qp,
-            req,
-            raddr,
-            rkey.load(Ordering::Acquire),
-            a,
-            min_inflight,
-        );
+        let rbuf = RemoteChunk {
+            addr: raddr,
+            rkey: rkey.load(Ordering::Acquire),
+        };
+        let res = self.do_submit(con, qp, req, rbuf, a, min_inflight);
         if res.is_err() {
             req.in_use.store(false, Ordering::Release);
         }
@@ -361,8 +364,7 @@ impl IoCtx {
         con: &Con,
         qp: *mut bindings::ib_qp,
         req: &Req,
-        raddr: u64,
-        rkey: u32,
+        rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
         min_inflight: bool,
     ) -> Result {
@@ -446,7 +448,7 @@ impl IoCtx {
                 return Err(EINVAL);
             }
         }
-        let res = self.post(con, qp, req, raddr, rkey, a, count, min_inflight);
+        let res = self.post(con, qp, req, rbuf, a, count, min_inflight);
         if res.is_err() {
             req.need_inval.store(false, Ordering::Relaxed);
             if a.sg_cnt > 0 {
@@ -462,8 +464,7 @@ impl IoCtx {
         con: &Con,
         qp: *mut bindings::ib_qp,
         req: &Req,
-        raddr: u64,
-        rkey: u32,
+        rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
         count: c_int,
         min_inflight: bool,
@@ -538,7 +539,7 @@ impl IoCtx {
             sges[0] = iu_sge;
             (
                 1,
-                raddr.checked_add(u64::from(
+                rbuf.addr.checked_add(u64::from(
                     u32::try_from(a.data_len).map_err(|_| emsgsize())?,
                 )),
             )
@@ -549,10 +550,10 @@ impl IoCtx {
                 lkey: mr.lkey,
             };
             sges[1] = iu_sge;
-            (2, Some(raddr))
+            (2, Some(rbuf.addr))
         } else {
             sges[0] = iu_sge;
-            (1, Some(raddr))
+            (1, Some(rbuf.addr))
         };
         let remote = remote.ok_or(EINVAL)?;
         if sges.iter().take(num_sge).any(|s| s.length == 0) {
@@ -581,8 +582,7 @@ impl IoCtx {
                 ..Default::default()
             },
             remote_addr: remote,
-            rkey,
-            ..Default::default()
+            rkey: rbuf.rkey,
         };
         let rwr = bindings::ib_reg_wr {
             wr: bindings::ib_send_wr {

@@ -116,10 +116,11 @@ impl PinnedDrop for SessPath {
     fn drop(self: Pin<&mut Self>) {
         // The works reference us: stop them first (close_conns ran already,
         // so none requeues), then anything still connected goes.
-        for w in [&self.close, &self.err_recovery, &self.reconnect] {
-            if let Some(w) = w {
-                w.cancel_sync();
-            }
+        for w in [&self.close, &self.err_recovery, &self.reconnect]
+            .into_iter()
+            .flatten()
+        {
+            w.cancel_sync();
         }
         self.stop_and_destroy_conns();
     }

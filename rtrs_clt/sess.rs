@@ -1201,7 +1201,8 @@ unsafe extern "C" fn try_get_permit(ctx: *mut c_void) -> bool {
 
 fn err_ptr<T>(e: Error) -> *mut T {
     let v = isize::try_from(e.to_errno()).unwrap_or(-22);
-    core::ptr::without_provenance_mut(v as usize)
+    // An address-free pointer with the errno's value, as ERR_PTR makes.
+    core::ptr::null_mut::<u8>().wrapping_offset(v).cast()
 }
 
 /// `rtrs_clt_open`.

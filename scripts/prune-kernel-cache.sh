@@ -8,6 +8,8 @@ set -euo pipefail
 for d in "$RTRS_CACHE"/kernel/*-"$FLAVOUR"-*; do
 	[ -d "$d" ] || continue
 	[ "$d" = "$KCACHE_DIR" ] && continue
+	# A symlink may be how a moved entry keeps its recorded paths working.
+	[ -L "$d" ] && continue
 	# Never prune a build that is still running.
 	[[ $d == *.tmp ]] && pgrep -f "build-kernel.sh" >/dev/null && continue
 	echo "kernel cache: removing old $d" >&2

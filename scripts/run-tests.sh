@@ -7,15 +7,22 @@
 # (scripts/dmesg-check.sh), unless the script declares that kind with an
 # "# expect-splat: KIND" line, in which case exactly those kinds must appear.
 #
-# Environment: TESTS="pattern ..." to select scripts by name, TEST_OUT=dir to
-# keep the per-test outputs (default: a fresh /tmp dir), NO_SETUP=1 to skip
-# scripts/setup.sh.
+# Two tiers (RTRS_TIER): quick (make check, what CI runs: every feature at
+# least once, within 35 minutes warm) and full (make check-full, the
+# default: every scenario at full length). The VM tests read RTRS_TIER.
+# Each test's wall time is printed on its result line.
+#
+# Environment: RTRS_TIER=quick|full, TESTS="pattern ..." to select scripts by
+# name, TEST_OUT=dir to keep the per-test outputs (default: a fresh /tmp
+# dir), NO_SETUP=1 to skip scripts/setup.sh.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO" || exit 1
 OUT=${TEST_OUT:-$(mktemp -d /tmp/rtrs-tests.XXXXXX)}
 mkdir -p "$OUT"
 export PATH="$HOME/.cargo/bin:$PATH"
+export RTRS_TIER=${RTRS_TIER:-full}
+case $RTRS_TIER in quick|full) ;; *) echo "Bail out! RTRS_TIER must be quick or full"; exit 1 ;; esac
 
 t0=$(date +%s)
 stage() { echo "# [$(( $(date +%s) - t0 ))s] $*"; }
@@ -39,7 +46,8 @@ if [ -n "${TESTS:-}" ]; then
 	scripts=("${sel[@]}")
 fi
 
-passed=0 failed=0 skipped=0 idx=0
+passed=0 failed=0 skipped=0 idx=0 times=()
+echo "# tier: $RTRS_TIER"
 echo "TAP version 13"
 echo "1..${#scripts[@]}"
 for s in "${scripts[@]}"; do
@@ -49,6 +57,7 @@ for s in "${scripts[@]}"; do
 	mkdir -p "$dir"
 	stage "$name"
 	echo "# selftests: $name"
+	ts0=$(date +%s)
 	case "$s" in
 	tests/vm/*) VM_OUT=$dir VM_LEAKCHECK=1 scripts/vm-run.sh "$REPO/$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
 	*) bash "$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
@@ -84,8 +93,12 @@ for s in "${scripts[@]}"; do
 		printf '# problem: %s\n' "${problems[@]}"
 	fi
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + sk))
-	if [ $f -eq 0 ]; then echo "ok $idx selftests: $name"; else echo "not ok $idx selftests: $name"; fi
+	secs=$(( $(date +%s) - ts0 )); times+=("$secs $name")
+	if [ $f -eq 0 ]; then echo "ok $idx selftests: $name (${secs} s)"; else echo "not ok $idx selftests: $name (${secs} s)"; fi
 done
 stage "done; outputs in $OUT"
+echo "# wall time per test, slowest first:"
+printf '%s\n' "${times[@]}" | sort -rn | awk '{printf "#   %5d s  %s\n", $1, $2}'
+echo "# total: $(( $(date +%s) - t0 )) s (tier $RTRS_TIER)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]

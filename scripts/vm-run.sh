@@ -16,6 +16,7 @@
 #   VM_LEAKCHECK=1  run a kmemleak scan after the command, into $VM_OUT/kmemleak
 #   VM_NO_RXE=1     do not load rdma_rxe
 #   VERBOSE=1       print the kernel log after the run
+#   RTRS_TIER=quick|full  how long the tests run (make check: quick; default full)
 set -uo pipefail
 . "$(dirname "$0")/kernel-env.sh"
 
@@ -46,6 +47,9 @@ pwd > "$OUT/cwd"
 	echo "RTRS_KMODS=$KMODS_DIR"
 	echo "RTRS_LEAKCHECK=${VM_LEAKCHECK:-0}"
 	echo "RTRS_NO_RXE=${VM_NO_RXE:-0}"
+	echo "RTRS_TIER=${RTRS_TIER:-full}"
+	echo "RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}"
+	echo "CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}"
 } > "$OUT/env"
 
 append="console=ttyS0,115200 root=rootfs rootfstype=9p"

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Lint gates: rustfmt over all Rust (the kernel's settings, rustfmt.toml),
+# clippy with -D warnings over rtrs_core and its host tests, the module built
+# with the kernel's CLIPPY=1 without a single warning, and shellcheck
+# (warnings and errors) over scripts/ and tests/.
+#
+# The module's clippy build runs in a scratch copy of the sources, so the
+# tree's own objects (what the VM tests load) stay rustc-built. It needs the
+# cached kernel (make kernel); without it that point is skipped.
+. "$(dirname "$0")/../lib.sh"
+cd "$RTRS_REPO" || exit 1
+export PATH="$HOME/.cargo/bin:$PATH"
+tap_plan 4
+
+# Every Rust file but bindgen's output and cargo's target/.
+mapfile -t rs < <(find . -name '*.rs' -not -path './target/*' -not -path './.git/*' \
+	-not -name rdma_generated.rs | sort)
+tap_check "rustfmt --check over ${#rs[@]} Rust files" rustfmt --check --config-path rustfmt.toml "${rs[@]}"
+
+tap_check "cargo clippy -D warnings (rtrs_core and its tests)" \
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+# module_clippy: build a scratch copy with CLIPPY=1; any warning fails.
+module_clippy() {
+	local kdir=$1 tmp out rc
+	tmp=$(mktemp -d /tmp/rtrs-clippy.XXXXXX)
+	# Tracked files (plus uncommitted edits), not build products.
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$tmp"
+	out=$(make -C "$kdir" M="$tmp" LLVM=1 CLIPPY=1 modules 2>&1); rc=$?
+	rm -rf "$tmp"
+	if [ $rc -ne 0 ] || grep -qE '(^|[^a-z_])(warning|error)(\[[A-Za-z0-9_:]+\])?:' <<<"$out"; then
+		grep -E -A12 '(warning|error)(\[[A-Za-z0-9_:]+\])?:' <<<"$out" | head -n 80
+		[ $rc -ne 0 ] && echo "make exited $rc"
+		return 1
+	fi
+}
+. scripts/kernel-env.sh
+if [ -f "$KCACHE_DIR/.done" ]; then
+	tap_check "the module built with CLIPPY=1: no warnings" module_clippy "$KDIR_BUILT"
+else
+	tap_skip "the module built with CLIPPY=1" "no cached kernel (make kernel)"
+fi
+
+mapfile -t sh < <(find scripts tests -name '*.sh' | sort)
+tap_check "shellcheck -S warning over ${#sh[@]} scripts" shellcheck -S warning -x -P SCRIPTDIR "${sh[@]}"
+tap_done

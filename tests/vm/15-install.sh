@@ -1,0 +1,119 @@
+#!/bin/bash
+# Installed as a user installs it, against the running (cached) kernel:
+#  - `make install` puts rtrs-client-rs.ko under the kernel's extra/ (depmod)
+#    and the modprobe.d file; `modprobe rnbd_client` then loads rtrs_client_rs
+#    and not the C rtrs_client, and a mapped device moves verified data;
+#  - `modprobe --ignore-install rnbd_client` (the documented one-off way back)
+#    loads the C client; with the module gone the file falls back to the C
+#    client and says so in the kernel log; `make uninstall` removes both files;
+#  - `make dkms-install`: DKMS builds the module from /usr/src for this
+#    kernel, installs it, and `modprobe rnbd_client` loads that build
+#    (the build runs in the VM, under TCG: full tier only).
+# The VM's root is read-only: /lib/modules/<release>, /etc/modprobe.d,
+# /usr/src and /var/lib/dkms get writable copies first, as on a real host.
+. "$(dirname "$0")/../lib.sh"
+TIER=${RTRS_TIER:-full}
+PLAN=14
+skip_all_unless_api $PLAN
+tap_plan $PLAN
+KREL=$RTRS_KREL
+MODDIR=/lib/modules/$KREL
+CONF=/etc/modprobe.d/rtrs-client-rs.conf
+
+# writable <dir> [empty]: a tmpfs copy of <dir> (or an empty one) mounted over it.
+writable() {
+	local copy; copy=/tmp/w$(echo "$1" | tr / _)
+	mkdir -p "$copy" "$1" && { [ "${2:-}" = empty ] || cp -a "$1/." "$copy/"; } && mount --bind "$copy" "$1"
+}
+writable "$MODDIR" && writable /etc/modprobe.d && writable /usr/src empty && writable /var/lib/dkms empty
+tap_check "writable copies of $MODDIR, /etc/modprobe.d, /usr/src and /var/lib/dkms" \
+	sh -c "touch $MODDIR/.w /etc/modprobe.d/.w /usr/src/.w /var/lib/dkms/.w"
+rm -f "$MODDIR/.w" /etc/modprobe.d/.w /usr/src/.w /var/lib/dkms/.w
+KDIR=$MODDIR/build
+
+# loaded_client: which RTRS client module is loaded ("rs", "c", "none", "both").
+loaded_client() {
+	local rs=0 c=0
+	grep -q '^rtrs_client_rs ' /proc/modules && rs=1
+	grep -q '^rtrs_client ' /proc/modules && c=1
+	case $rs$c in 10) echo rs ;; 01) echo c ;; 00) echo none ;; *) echo both ;; esac
+}
+unload_all() { unload_modules rnbd_client rtrs_client_rs rtrs_client rtrs_core; }
+
+# --- make install ---------------------------------------------------------------
+out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" install 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ -f "$MODDIR/extra/rtrs-client-rs.ko" ] && [ -f "$CONF" ] &&
+	grep -q 'extra/rtrs-client-rs.ko:' "$MODDIR/modules.dep"; then
+	tap_ok "make install: extra/rtrs-client-rs.ko in modules.dep, $CONF installed"
+else
+	tap_not_ok "make install (rc $rc)"; diag "$out"
+fi
+info=$(modinfo rtrs_client_rs 2>&1)
+diag "$(grep -E '^(filename|version|description|license|source|srcversion|depends|name):' <<<"$info")"
+tap_check "modinfo rtrs_client_rs: the installed file, with version, description, licence and source" \
+	sh -c "grep -q '^filename: *$MODDIR/extra/rtrs-client-rs.ko' <<<'$info' &&
+		grep -qE '^version: +[0-9]+\.[0-9]+\.[0-9]+' <<<'$info' &&
+		grep -q '^description: *RDMA Transport Client (Rust)' <<<'$info' &&
+		grep -q '^license: *GPL' <<<'$info' && grep -qE '^source: +git [0-9a-f]{12}' <<<'$info'"
+
+start_server 65536
+out=$(modprobe -v rnbd_client 2>&1); rc=$?
+diag "modprobe -v rnbd_client:" "$out"
+tap_check "modprobe rnbd_client (rc $rc) loads rtrs_client_rs, not rtrs_client ($(loaded_client))" \
+	test "$rc.$(loaded_client)" = 0.rs
+dev=$(map_rnbd inst /dev/ram0)
+if [ -b "$dev" ] && [ -d /sys/class/rtrs-client/inst ]; then
+	tap_ok "map_device over the installed module gives $dev"
+else
+	tap_not_ok "map_device over the installed module"; diag "$(dmesg | tail -n 20)"
+fi
+tap_check "verified IO through it" fio_verify "$dev" 4k 4M
+unmap_rnbd inst
+unload_all
+
+# --- the way back ---------------------------------------------------------------
+out=$(modprobe --ignore-install rnbd_client 2>&1); rc=$?
+tap_check "modprobe --ignore-install rnbd_client (rc $rc) loads the C client ($(loaded_client))" \
+	test "$rc.$(loaded_client)" = 0.c
+unload_all
+# The file is in place but the module is gone: the C client, and a log line.
+mv "$MODDIR/extra/rtrs-client-rs.ko" /tmp/ && depmod -a "$KREL"
+out=$(modprobe rnbd_client 2>&1); rc=$?
+tap_check "module gone, file in place: modprobe rnbd_client (rc $rc) falls back to the C client ($(loaded_client)) and logs it" \
+	sh -c "[ '$rc.$(loaded_client)' = 0.c ] && dmesg | grep -q 'rtrs-client-rs: cannot load rtrs_client_rs, loading the in-tree rtrs_client'"
+unload_all
+mv /tmp/rtrs-client-rs.ko "$MODDIR/extra/" && depmod -a "$KREL"
+out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" uninstall 2>&1); rc=$?
+tap_check "make uninstall (rc $rc) removes the module and the modprobe.d file" \
+	sh -c "[ ! -e $MODDIR/extra/rtrs-client-rs.ko ] && [ ! -e $CONF ] && ! grep -q rtrs-client-rs $MODDIR/modules.dep"
+out=$(modprobe rnbd_client 2>&1); rc=$?
+tap_check "after uninstall, modprobe rnbd_client (rc $rc) loads the C client ($(loaded_client))" \
+	test "$rc.$(loaded_client)" = 0.c
+unload_all
+
+# --- DKMS -------------------------------------------------------------------------
+if [ "$TIER" != full ]; then
+	for d in "dkms-install builds and installs for $KREL" "modprobe rnbd_client loads the DKMS build" \
+		"dkms-uninstall removes it"; do
+		tap_skip "$d" "full tier (a module build under TCG takes minutes)"
+	done
+else
+	t=$(date +%s)
+	out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-install 2>&1); rc=$?
+	diag "make dkms-install: rc $rc in $(( $(date +%s) - t )) s" "$(tail -n 15 <<<"$out")"
+	ko=$(find "$MODDIR/updates" "$MODDIR/extra" -name 'rtrs-client-rs.ko*' 2>/dev/null | head -n 1)
+	st=$(dkms status rtrs-client-rs 2>&1)
+	tap_check "dkms-install builds and installs for $KREL ($st; $ko)" \
+		sh -c "[ $rc -eq 0 ] && [ -n '$ko' ] && grep -q 'installed' <<<'$st' && [ -f $CONF ]"
+	out=$(modprobe rnbd_client 2>&1); rc=$?
+	tap_check "modprobe rnbd_client (rc $rc) loads the DKMS build ($(loaded_client), $(modinfo -F filename rtrs_client_rs))" \
+		sh -c "[ '$rc.$(loaded_client)' = 0.rs ] && [ '$(modinfo -F filename rtrs_client_rs)' = '$ko' ]"
+	unload_all
+	out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-uninstall 2>&1); rc=$?
+	tap_check "dkms-uninstall removes it (rc $rc)" \
+		sh -c "[ -z \"\$(find $MODDIR -name 'rtrs-client-rs.ko*')\" ] && [ ! -e $CONF ] && [ -z \"\$(dkms status rtrs-client-rs)\" ]"
+fi
+
+stop_server
+tap_check "nothing left loaded" test -z "$(rtrs_modules_loaded)"
+tap_done
