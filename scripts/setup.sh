@@ -10,6 +10,7 @@ APT_PKGS=(
 	clang lld llvm libclang-dev
 	make flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
 	qemu-system-x86 iproute2 fio jq util-linux procps
+	shellcheck dkms git
 	python3
 )
 

@@ -8,6 +8,9 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
+# What udev would add: bash's <(...) and tools like dkms need /dev/fd.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do [ -e "/dev/${i#*:}" ] || ln -s "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 mount -t tmpfs tmpfs /run

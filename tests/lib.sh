@@ -18,6 +18,11 @@ tap_check() {
 }
 tap_done() { [ "$TAP_FAILED" -eq 0 ]; exit $?; }
 
+# The test tier: quick (make check) or full (make check-full, and the
+# default when a script runs by itself). by_tier <quick value> <full value>.
+RTRS_TIER=${RTRS_TIER:-full}
+by_tier() { if [ "$RTRS_TIER" = quick ]; then echo "$1"; else echo "$2"; fi; }
+
 # wait_for <seconds> <command...>: poll until the command succeeds.
 wait_for() {
 	local t=$1; shift

@@ -3,9 +3,9 @@
 #  - `make install` puts rtrs-client-rs.ko under the kernel's extra/ (depmod)
 #    and the modprobe.d file; `modprobe rnbd_client` then loads rtrs_client_rs
 #    and not the C rtrs_client, and a mapped device moves verified data;
-#  - `modprobe --ignore-install rnbd_client` (the documented one-off way back)
-#    loads the C client; with the module gone the file falls back to the C
-#    client and says so in the kernel log; `make uninstall` removes both files;
+#  - the drop-in's documented switch back loads the C client with this module
+#    still installed; with the module gone the drop-in falls back to the C
+#    client and says so in the kernel log; `make uninstall` removes both;
 #  - `make dkms-install`: DKMS builds the module from /usr/src for this
 #    kernel, installs it, and `modprobe rnbd_client` loads that build
 #    (the build runs in the VM, under TCG: full tier only).
@@ -13,7 +13,7 @@
 # /usr/src and /var/lib/dkms get writable copies first, as on a real host.
 . "$(dirname "$0")/../lib.sh"
 TIER=${RTRS_TIER:-full}
-PLAN=14
+PLAN=15
 skip_all_unless_api $PLAN
 tap_plan $PLAN
 KREL=$RTRS_KREL
@@ -38,7 +38,8 @@ loaded_client() {
 	grep -q '^rtrs_client ' /proc/modules && c=1
 	case $rs$c in 10) echo rs ;; 01) echo c ;; 00) echo none ;; *) echo both ;; esac
 }
-unload_all() { unload_modules rnbd_client rtrs_client_rs rtrs_client rtrs_core; }
+# The server side keeps rtrs_core.
+unload_all() { unload_modules rnbd_client rtrs_client_rs rtrs_client; }
 
 # --- make install ---------------------------------------------------------------
 out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" install 2>&1); rc=$?
@@ -50,11 +51,14 @@ else
 fi
 info=$(modinfo rtrs_client_rs 2>&1)
 diag "$(grep -E '^(filename|version|description|license|source|srcversion|depends|name):' <<<"$info")"
-tap_check "modinfo rtrs_client_rs: the installed file, with version, description, licence and source" \
-	sh -c "grep -q '^filename: *$MODDIR/extra/rtrs-client-rs.ko' <<<'$info' &&
-		grep -qE '^version: +[0-9]+\.[0-9]+\.[0-9]+' <<<'$info' &&
-		grep -q '^description: *RDMA Transport Client (Rust)' <<<'$info' &&
-		grep -q '^license: *GPL' <<<'$info' && grep -qE '^source: +git [0-9a-f]{12}' <<<'$info'"
+modinfo_ok() {
+	grep -q "^filename: *$MODDIR/extra/rtrs-client-rs.ko" <<<"$info" &&
+		grep -qE '^version: +[0-9]+\.[0-9]+\.[0-9]+$' <<<"$info" &&
+		grep -q '^description: *RDMA Transport Client (Rust)' <<<"$info" &&
+		grep -q '^license: *GPL' <<<"$info" &&
+		grep -qE '^source: +git [0-9a-f]{12}(-dirty)?$' <<<"$info"
+}
+tap_check "modinfo rtrs_client_rs: the installed file, with version, description, licence and source" modinfo_ok
 
 start_server 65536
 out=$(modprobe -v rnbd_client 2>&1); rc=$?
@@ -71,21 +75,34 @@ tap_check "verified IO through it" fio_verify "$dev" 4k 4M
 unmap_rnbd inst
 unload_all
 
-# --- the way back ---------------------------------------------------------------
-out=$(modprobe --ignore-install rnbd_client 2>&1); rc=$?
-tap_check "modprobe --ignore-install rnbd_client (rc $rc) loads the C client ($(loaded_client))" \
+# --- the way back -----------------------------------------------------------------
+# The drop-in's documented switch to the C client, module still installed.
+cp "$CONF" /tmp/conf.orig
+sed -i -e 's/^install rtrs_client /#&/' -e 's/^#install rtrs_client_rs /install rtrs_client_rs /' "$CONF"
+out=$(modprobe -v rnbd_client 2>&1); rc=$?
+diag "$out"
+tap_check "drop-in switched to the C client: modprobe rnbd_client (rc $rc) loads rtrs_client ($(loaded_client))" \
 	test "$rc.$(loaded_client)" = 0.c
+dev=$(map_rnbd back /dev/ram0)
+tap_check "and maps over it" test -b "$dev"
+unmap_rnbd back
 unload_all
+cp /tmp/conf.orig "$CONF"
 # The file is in place but the module is gone: the C client, and a log line.
 mv "$MODDIR/extra/rtrs-client-rs.ko" /tmp/ && depmod -a "$KREL"
 out=$(modprobe rnbd_client 2>&1); rc=$?
-tap_check "module gone, file in place: modprobe rnbd_client (rc $rc) falls back to the C client ($(loaded_client)) and logs it" \
-	sh -c "[ '$rc.$(loaded_client)' = 0.c ] && dmesg | grep -q 'rtrs-client-rs: cannot load rtrs_client_rs, loading the in-tree rtrs_client'"
+fell_back() {
+	[ "$rc.$(loaded_client)" = 0.c ] &&
+		dmesg | grep -q 'rtrs-client-rs: cannot load rtrs_client_rs, loading the in-tree rtrs_client'
+}
+tap_check "module gone, file in place: modprobe rnbd_client (rc $rc) falls back to the C client ($(loaded_client)) and logs it" fell_back
 unload_all
 mv /tmp/rtrs-client-rs.ko "$MODDIR/extra/" && depmod -a "$KREL"
 out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" uninstall 2>&1); rc=$?
-tap_check "make uninstall (rc $rc) removes the module and the modprobe.d file" \
-	sh -c "[ ! -e $MODDIR/extra/rtrs-client-rs.ko ] && [ ! -e $CONF ] && ! grep -q rtrs-client-rs $MODDIR/modules.dep"
+uninstalled() {
+	[ ! -e "$MODDIR/extra/rtrs-client-rs.ko" ] && [ ! -e "$CONF" ] && ! grep -q rtrs-client-rs "$MODDIR/modules.dep"
+}
+tap_check "make uninstall (rc $rc) removes the module and the modprobe.d file" uninstalled
 out=$(modprobe rnbd_client 2>&1); rc=$?
 tap_check "after uninstall, modprobe rnbd_client (rc $rc) loads the C client ($(loaded_client))" \
 	test "$rc.$(loaded_client)" = 0.c
@@ -95,23 +112,26 @@ unload_all
 if [ "$TIER" != full ]; then
 	for d in "dkms-install builds and installs for $KREL" "modprobe rnbd_client loads the DKMS build" \
 		"dkms-uninstall removes it"; do
-		tap_skip "$d" "full tier (a module build under TCG takes minutes)"
+		tap_skip "$d" "full tier (a module build under TCG takes minutes; tests/host/dkms.sh builds on the host)"
 	done
 else
 	t=$(date +%s)
 	out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-install 2>&1); rc=$?
-	diag "make dkms-install: rc $rc in $(( $(date +%s) - t )) s" "$(tail -n 15 <<<"$out")"
+	diag "make dkms-install: rc $rc in $(( $(date +%s) - t )) s" "$(tail -n 12 <<<"$out")"
 	ko=$(find "$MODDIR/updates" "$MODDIR/extra" -name 'rtrs-client-rs.ko*' 2>/dev/null | head -n 1)
 	st=$(dkms status rtrs-client-rs 2>&1)
-	tap_check "dkms-install builds and installs for $KREL ($st; $ko)" \
-		sh -c "[ $rc -eq 0 ] && [ -n '$ko' ] && grep -q 'installed' <<<'$st' && [ -f $CONF ]"
+	dkms_installed() { [ $rc -eq 0 ] && [ -n "$ko" ] && grep -q 'installed' <<<"$st" && [ -f "$CONF" ]; }
+	tap_check "dkms-install builds and installs for $KREL ($st; $ko)" dkms_installed
 	out=$(modprobe rnbd_client 2>&1); rc=$?
 	tap_check "modprobe rnbd_client (rc $rc) loads the DKMS build ($(loaded_client), $(modinfo -F filename rtrs_client_rs))" \
-		sh -c "[ '$rc.$(loaded_client)' = 0.rs ] && [ '$(modinfo -F filename rtrs_client_rs)' = '$ko' ]"
+		test "$rc.$(loaded_client).$(modinfo -F filename rtrs_client_rs)" = "0.rs.$ko"
 	unload_all
 	out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-uninstall 2>&1); rc=$?
-	tap_check "dkms-uninstall removes it (rc $rc)" \
-		sh -c "[ -z \"\$(find $MODDIR -name 'rtrs-client-rs.ko*')\" ] && [ ! -e $CONF ] && [ -z \"\$(dkms status rtrs-client-rs)\" ]"
+	dkms_removed() {
+		[ -z "$(find "$MODDIR" -name 'rtrs-client-rs.ko*')" ] && [ ! -e "$CONF" ] &&
+			[ -z "$(dkms status rtrs-client-rs 2>/dev/null)" ]
+	}
+	tap_check "dkms-uninstall (rc $rc) removes the module and the drop-in" dkms_removed
 fi
 
 stop_server

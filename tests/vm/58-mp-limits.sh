@@ -13,7 +13,8 @@
 #  - 128 paths per session: 125 add_path writes succeed, all connected (127
 #    with paths 1 and 2), a 128th once path 1 is disconnected, the 129th is refused
 #    (ECONNRESET, as the C client gets it from the server); round-robin
-#    reaches them and remove_path of some runs under IO;
+#    reaches them and remove_path of some runs under IO (the quick tier: 16
+#    paths, 4 removed under IO, and no 128th or 129th);
 #  - close (rnbd unmap) while a path's reconnect work is connecting.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib-mp.sh"
@@ -141,8 +142,9 @@ fi
 # path 1 disconnected, then the 128th added.
 pairs=()
 for s in $(seq 100 110); do for d in $(seq 200 211); do pairs+=("ip:10.0.2.$s@ip:10.0.2.$d"); done; done
+NP=$(by_tier 16 127) NRM=$(by_tier 4 16)
 added=0 fails=0 k=0
-while [ "$(ls $cls/paths | wc -l)" -lt 127 ] && [ $k -lt ${#pairs[@]} ]; do
+while [ "$(ls $cls/paths | wc -l)" -lt "$NP" ] && [ $k -lt ${#pairs[@]} ]; do
 	r=$(werr "${pairs[$k]}" $cls/add_path)
 	k=$(( k + 1 ))
 	if [ "$r" = ok ]; then added=$(( added + 1 )); else fails=$(( fails + 1 )); diag "add_path ${pairs[$k-1]}: $r"; fi
@@ -150,20 +152,29 @@ done
 ts "added $added paths ($fails failed)"
 n=$(ls $cls/paths | wc -l)
 nc=$(cat $cls/paths/*/state | grep -c '^connected$')
-tap_check "125 add_path writes: $n paths listed, $nc connected" sh -c "[ $added -eq 125 ] && [ $fails -eq 0 ] && [ $n -eq 127 ] && [ $nc -eq 127 ]"
-echo 1 > "$(d1)/disconnect"
-r=$(werr "${pairs[$k]}" $cls/add_path)
-k=$(( k + 1 ))
-n=$(ls $cls/paths | wc -l)
-nc=$(cat $cls/paths/*/state | grep -c '^connected$')
-tap_check "path 1 disconnected, a 128th added ($r): $n paths listed, $nc connected" \
-	sh -c "[ '$r' = ok ] && [ $n -eq 128 ] && [ $nc -eq 127 ]"
-r=$(werr "${pairs[$k]}" $cls/add_path)
-n=$(ls $cls/paths | wc -l)
-tap_check "the 129th path is refused ($r), still $n paths" \
-	sh -c "[ '$r' = 'Connection reset by peer' ] && [ $n -eq 128 ] && [ ! -e '$cls/paths/${pairs[$k]}' ]"
-tap_check "and the refusal is logged" sh -c "dmesg | grep -q 'add_path: the session has 128 paths already'"
+tap_check "$(( NP - 2 )) add_path writes: $n paths listed, $nc connected" \
+	sh -c "[ $added -eq $(( NP - 2 )) ] && [ $fails -eq 0 ] && [ $n -eq $NP ] && [ $nc -eq $NP ]"
+if [ "$NP" -eq 127 ]; then
+	echo 1 > "$(d1)/disconnect"
+	r=$(werr "${pairs[$k]}" $cls/add_path)
+	k=$(( k + 1 ))
+	n=$(ls $cls/paths | wc -l)
+	nc=$(cat $cls/paths/*/state | grep -c '^connected$')
+	tap_check "path 1 disconnected, a 128th added ($r): $n paths listed, $nc connected" \
+		sh -c "[ '$r' = ok ] && [ $n -eq 128 ] && [ $nc -eq 127 ]"
+	r=$(werr "${pairs[$k]}" $cls/add_path)
+	n=$(ls $cls/paths | wc -l)
+	tap_check "the 129th path is refused ($r), still $n paths" \
+		sh -c "[ '$r' = 'Connection reset by peer' ] && [ $n -eq 128 ] && [ ! -e '$cls/paths/${pairs[$k]}' ]"
+	tap_check "and the refusal is logged" sh -c "dmesg | grep -q 'add_path: the session has 128 paths already'"
+else
+	for d in "a 128th path" "the 129th path is refused" "and the refusal is logged"; do
+		tap_skip "$d" "full tier (125 add_path writes take minutes)"
+	done
+	echo 1 > "$(d1)/disconnect"
+fi
 
+n0=$(ls $cls/paths | wc -l)
 echo round-robin > $cls/mpath_policy
 # Past the 4 MiB that data_ok checks.
 fio --name=rr --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k --iodepth=16 \
@@ -171,9 +182,9 @@ fio --name=rr --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k
 	--verify_state_save=0 --randrepeat=0 --output-format=terse > /tmp/lim-fio.out 2>&1 &
 fio_pid=$!
 sleep 3
-# remove_path of 16 paths while the IO runs over all of them.
+# remove_path of NRM paths while the IO runs over all of them.
 rm_fail=0
-for p in "${pairs[@]:0:16}"; do
+for p in "${pairs[@]:0:$NRM}"; do
 	[ -e "$cls/paths/$p" ] || continue
 	[ "$(werr 1 "$cls/paths/$p/remove_path")" = ok ] && [ ! -e "$cls/paths/$p" ] || rm_fail=$(( rm_fail + 1 ))
 done
@@ -181,14 +192,14 @@ wait $fio_pid
 rc=$?
 used=$(cat $cls/paths/*/stats/rdma | awk '$1 + $3 > 0' | wc -l)
 n=$(ls $cls/paths | wc -l)
-tap_check "round-robin IO over the paths with 16 removed under it: fio rc $rc, $n paths left, $used carried IO" \
-	sh -c "[ $rc -eq 0 ] && [ $rm_fail -eq 0 ] && [ $n -eq 112 ] && [ $used -ge 100 ]"
+tap_check "round-robin IO over the paths with $NRM removed under it: fio rc $rc, $n paths left, $used carried IO" \
+	sh -c "[ $rc -eq 0 ] && [ $rm_fail -eq 0 ] && [ $n -eq $(( n0 - NRM )) ] && [ $used -ge $(( (n0 - NRM - 1) * 9 / 10 )) ]"
 [ $rc -eq 0 ] || diag "$(tail -n 20 /tmp/lim-fio.out)"
 inf=$(cat $cls/paths/*/stats/rdma | awk '{s += $5} END {print s + 0}')
 tap_check "inflight sums to 0 once the IO stopped ($inf)" test "$inf" -eq 0
 echo min-inflight > $cls/mpath_policy
 if mp_path_reconnect $S 1 60 && data_ok; then
-	tap_ok "path 1 reconnects (112 paths up), data intact"
+	tap_ok "path 1 reconnects ($n paths up), data intact"
 else
 	tap_not_ok "path 1 reconnects, data intact"; diag "$(mp_status $S)"
 fi
