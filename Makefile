@@ -25,18 +25,36 @@
 
 FLAVOUR ?= test
 export FLAVOUR
-# rustup's tools, where the build scripts and DKMS (as root) find them.
+
+# The Rust toolchain: rustup's, also for root under sudo (the invoking user's);
+# a DKMS copy in /usr/src carries the absolute paths it was registered with
+# (toolchain.mk, written by dkms-install), since DKMS runs with root's plain
+# environment, also from a kernel package's hooks.
+-include toolchain.mk
+ifneq ($(SUDO_USER),)
+SUDO_HOME := $(shell getent passwd $(SUDO_USER) | cut -d: -f6)
+export PATH := $(SUDO_HOME)/.cargo/bin:$(PATH)
+export RUSTUP_HOME ?= $(SUDO_HOME)/.rustup
+endif
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+RUSTC ?= rustc
+BINDGEN ?= bindgen
+export RUSTC BINDGEN
+DEPMOD ?= /sbin/depmod
+
 CACHED_KDIR = $(shell bash -c '. scripts/kernel-env.sh && echo $$KDIR_BUILT' 2>/dev/null)
 KDIR ?= $(if $(wildcard $(CACHED_KDIR)/.config),$(CACHED_KDIR),/lib/modules/$(shell uname -r)/build)
 KRELEASE = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=1 RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
 
 PACKAGE_NAME := rtrs-client-rs
 PACKAGE_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
-MODPROBE_CONF := $(INSTALL_MOD_PATH)/etc/modprobe.d/rtrs-client-rs.conf
+# A staging root, made absolute: the kernel's make runs in KDIR.
+INSTALL_ROOT := $(if $(INSTALL_MOD_PATH),$(abspath $(INSTALL_MOD_PATH)))
+MODPROBE_CONF := $(INSTALL_ROOT)/etc/modprobe.d/rtrs-client-rs.conf
 DKMS_SRC := /usr/src/$(PACKAGE_NAME)-$(PACKAGE_VERSION)
 
-.PHONY: all modules check-kdir clean install uninstall dkms-install dkms-uninstall \
+.PHONY: all modules check-kdir check-tree clean install uninstall dkms-install dkms-uninstall \
 	setup kernel vm check check-full lint demo host-test bench
 
 all: modules
@@ -44,33 +62,44 @@ all: modules
 check-kdir:
 	@scripts/check-kdir.sh "$(KDIR)"
 
+# The tree without the tools (install and uninstall build nothing).
+check-tree:
+	@scripts/check-kdir.sh --no-tools "$(KDIR)"
+
 modules: check-kdir
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=1 modules
+	$(KMAKE) modules
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=1 clean
+	$(KMAKE) clean
 	rm -f bindings/rdma_generated.rs bindings/.rdma_generated.rs.cmd
 
-# Installs what `make` built (it does not rebuild, as modules_install).
-install: check-kdir
-	@test -f $(PACKAGE_NAME).ko || { echo "install: no $(PACKAGE_NAME).ko; run make first" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=1 INSTALL_MOD_DIR=extra modules_install
-	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KRELEASE)
+# Installs what `make` built (it does not rebuild, as modules_install), into
+# KDIR's kernel only.
+install: check-tree
+	@test -f $(PACKAGE_NAME).ko || { echo "install: no $(PACKAGE_NAME).ko; run make KDIR=$(KDIR) first" >&2; exit 1; }
+	@v=$$(/sbin/modinfo -F vermagic $(PACKAGE_NAME).ko | cut -d' ' -f1); [ "$$v" = "$(KRELEASE)" ] || \
+	 { echo "install: $(PACKAGE_NAME).ko was built for $$v, not for KDIR's $(KRELEASE); run make KDIR=$(KDIR) first" >&2; exit 1; }
+	$(KMAKE) INSTALL_MOD_DIR=extra INSTALL_MOD_PATH=$(INSTALL_ROOT) modules_install
+	$(DEPMOD) $(if $(INSTALL_ROOT),-b $(INSTALL_ROOT)) -a $(KRELEASE)
 	install -D -m 0644 modprobe.d/rtrs-client-rs.conf $(MODPROBE_CONF)
 
-uninstall:
-	rm -f $(INSTALL_MOD_PATH)/lib/modules/$(KRELEASE)/extra/$(PACKAGE_NAME).ko*
-	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KRELEASE)
+uninstall: check-tree
+	rm -f $(INSTALL_ROOT)/lib/modules/$(KRELEASE)/extra/$(PACKAGE_NAME).ko*
+	$(DEPMOD) $(if $(INSTALL_ROOT),-b $(INSTALL_ROOT)) -a $(KRELEASE)
 	rm -f $(MODPROBE_CONF)
 
-# DKMS builds from a copy in /usr/src, which records the commit it came from.
-dkms-install:
+# DKMS builds from a copy in /usr/src, which records the commit it came from
+# and the toolchain. A second dkms-install replaces the first.
+dkms-install: check-kdir
+	-dkms remove -m $(PACKAGE_NAME) -v $(PACKAGE_VERSION) --all >/dev/null 2>&1
 	rm -rf $(DKMS_SRC) && mkdir -p $(DKMS_SRC)
 	git ls-files -z | xargs -0 cp --parents -t $(DKMS_SRC)
 	scripts/source-version.sh . > $(DKMS_SRC)/.source-version
+	printf 'RUSTC := %s\nBINDGEN := %s\n' "$$($(RUSTC) --print sysroot)/bin/rustc" \
+		"$$(command -v $(BINDGEN))" > $(DKMS_SRC)/toolchain.mk
 	dkms add -m $(PACKAGE_NAME) -v $(PACKAGE_VERSION)
-	dkms build -m $(PACKAGE_NAME) -v $(PACKAGE_VERSION) -k $(KRELEASE)
-	dkms install -m $(PACKAGE_NAME) -v $(PACKAGE_VERSION) -k $(KRELEASE)
+	dkms build -m $(PACKAGE_NAME) -v $(PACKAGE_VERSION) -k $(KRELEASE) --kernelsourcedir $(KDIR)
+	dkms install -m $(PACKAGE_NAME) -v $(PACKAGE_VERSION) -k $(KRELEASE) --kernelsourcedir $(KDIR)
 	install -D -m 0644 modprobe.d/rtrs-client-rs.conf $(MODPROBE_CONF)
 
 dkms-uninstall:

@@ -1,12 +1,15 @@
 #!/bin/bash
-# check-kdir.sh <KDIR>: can rtrs-client-rs be built against this kernel build
-# tree? Prints nothing and exits 0 if so; otherwise prints one line naming
-# what is missing and exits 1. `make` runs it before every build.
+# check-kdir.sh [--no-tools] <KDIR>: can rtrs-client-rs be built against
+# this kernel build tree? Prints nothing and exits 0 if so; otherwise prints
+# one line naming what is missing and exits 1. `make` runs it before every
+# build; install and uninstall run it with --no-tools (they build nothing).
 #
 # Environment: RUSTC and BINDGEN (default: rustc, bindgen from PATH), the
 # tools the kernel build will use for this module.
 set -uo pipefail
 
+TOOLS=1
+[ "${1:-}" = --no-tools ] && { TOOLS=0; shift; }
 KDIR=${1:-}
 RUSTC=${RUSTC:-rustc}
 BINDGEN=${BINDGEN:-bindgen}
@@ -46,11 +49,26 @@ for opt in INFINIBAND INFINIBAND_ADDR_TRANS; do
 done
 
 # rnbd-client, this module's user, links against the in-tree RTRS core
-# (rtrs_core: address parsing) as well as against this module's API.
+# (rtrs_core: address parsing) and against the rtrs_clt_* API, which the C
+# client it depends on in Kconfig also exports: both must be modules, or
+# rnbd-client is bound to the C client for good.
 case "$(cfg INFINIBAND_RTRS)" in
 	y|m) ;;
-	*) refuse "kernel $krel lacks CONFIG_INFINIBAND_RTRS (the RTRS core that rnbd-client links against; enable CONFIG_BLK_DEV_RNBD_CLIENT)" ;;
+	*) refuse "kernel $krel lacks CONFIG_INFINIBAND_RTRS (the RTRS core that rnbd-client links against; enable CONFIG_BLK_DEV_RNBD_CLIENT=m)" ;;
 esac
+case "$(cfg INFINIBAND_RTRS_CLIENT)$(cfg BLK_DEV_RNBD_CLIENT)" in
+	mm) ;;
+	y*|*y) refuse "kernel $krel has the C RTRS client or rnbd-client built in (CONFIG_INFINIBAND_RTRS_CLIENT and CONFIG_BLK_DEV_RNBD_CLIENT must be =m for rnbd-client to run over this module)" ;;
+	*) refuse "kernel $krel lacks CONFIG_BLK_DEV_RNBD_CLIENT=m (rnbd-client, this module's user; it needs CONFIG_INFINIBAND_RTRS_CLIENT=m)" ;;
+esac
+
+# A tree with CONFIG_RUST but without its built Rust crates cannot build
+# external Rust modules.
+[ -f "$KDIR/rust/libkernel.rmeta" ] ||
+	refuse "kernel $krel has CONFIG_RUST but no built Rust crates (rust/libkernel.rmeta): build the kernel (or 'make modules_prepare') in that tree first"
+[ -f "$KDIR/Module.symvers" ] ||
+	refuse "kernel $krel has no Module.symvers (build the kernel's modules in that tree first)"
+[ $TOOLS = 1 ] || exit 0
 
 # The Rust toolchain must be the one the kernel was built with: the kernel
 # crate's metadata only loads into the same rustc.
@@ -62,11 +80,4 @@ want=$(unq "$(cfg BINDGEN_VERSION_TEXT)")
 have=$("$BINDGEN" --version 2>/dev/null) || refuse "no bindgen ($BINDGEN) on PATH; the kernel was built with '$want'"
 [ -z "$want" ] || [ "$have" = "$want" ] ||
 	refuse "bindgen is '$have' but kernel $krel was built with '$want' (set BINDGEN= or PATH to that bindgen)"
-
-# A tree with CONFIG_RUST but without its built Rust crates cannot build
-# external Rust modules.
-[ -f "$KDIR/rust/libkernel.rmeta" ] ||
-	refuse "kernel $krel has CONFIG_RUST but no built Rust crates (rust/libkernel.rmeta): build the kernel (or 'make modules_prepare') in that tree first"
-[ -f "$KDIR/Module.symvers" ] ||
-	refuse "kernel $krel has no Module.symvers (build the kernel's modules in that tree first)"
 exit 0

@@ -10,8 +10,9 @@ for d in "$RTRS_CACHE"/kernel/*-"$FLAVOUR"-*; do
 	[ "$d" = "$KCACHE_DIR" ] && continue
 	# A symlink may be how a moved entry keeps its recorded paths working.
 	[ -L "$d" ] && continue
-	# Never prune a build that is still running.
+	# Never prune a build that is still running (build-kernel.sh holds its lock).
 	[[ $d == *.tmp ]] && pgrep -f "build-kernel.sh" >/dev/null && continue
+	[ -e "$d.lock" ] && ! flock -n "$d.lock" true && continue
 	echo "kernel cache: removing old $d" >&2
 	rm -rf "$d"
 done

@@ -7,7 +7,7 @@
 cd "$RTRS_REPO" || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
 CHECK=scripts/check-kdir.sh
-tap_plan 17
+tap_plan 21
 
 T=$(mktemp -d /tmp/rtrs-kdir.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -25,6 +25,8 @@ CONFIG_BINDGEN_VERSION_TEXT="$(bindgen --version)"
 CONFIG_INFINIBAND=m
 CONFIG_INFINIBAND_ADDR_TRANS=y
 CONFIG_INFINIBAND_RTRS=m
+CONFIG_INFINIBAND_RTRS_CLIENT=m
+CONFIG_BLK_DEV_RNBD_CLIENT=m
 CFG
 	: > "$1/rust/libkernel.rmeta"
 	: > "$1/Module.symvers"
@@ -48,8 +50,8 @@ refuses() {
 }
 
 fake_tree "$T/good"
-tap_check "a complete (fake) 6.12 tree passes, silently" \
-	sh -c "[ -z \"\$($CHECK '$T/good' 2>&1)\" ]"
+passes_silently() { local out; out=$("$CHECK" "$@" 2>&1) && [ -z "$out" ]; }
+tap_check "a complete (fake) 6.12 tree passes, silently" passes_silently "$T/good"
 refuses "a missing directory" "$T/nonexistent" "no such directory"
 refuses "a tree without .config" "$(variant noconfig rm .config)" "no .config"
 refuses "an unprepared tree" "$(variant noprep rm include/config/kernel.release)" "make modules_prepare"
@@ -67,6 +69,10 @@ refuses "a kernel without INFINIBAND_ADDR_TRANS" \
 	"lacks CONFIG_INFINIBAND_ADDR_TRANS"
 refuses "a kernel without the RTRS core" "$(variant nortrs "sed -i '/^CONFIG_INFINIBAND_RTRS=/d' .config")" \
 	"lacks CONFIG_INFINIBAND_RTRS"
+refuses "a built-in C client" "$(variant rtrsy "sed -i 's/^CONFIG_INFINIBAND_RTRS_CLIENT=m/CONFIG_INFINIBAND_RTRS_CLIENT=y/' .config")" \
+	"built in"
+refuses "a kernel without rnbd-client" "$(variant nornbd "sed -i '/^CONFIG_BLK_DEV_RNBD_CLIENT=/d' .config")" \
+	"lacks CONFIG_BLK_DEV_RNBD_CLIENT=m"
 refuses "another rustc than the kernel's" \
 	"$(variant rustc "sed -i 's/^CONFIG_RUSTC_VERSION_TEXT=.*/CONFIG_RUSTC_VERSION_TEXT=\"rustc 1.78.0 (9b00956e5 2024-04-29)\"/' .config")" \
 	"kernel 6.12.117 was built with 'rustc 1.78.0"
@@ -75,6 +81,9 @@ refuses "another bindgen than the kernel's" \
 	"built with 'bindgen 0.65.1'"
 RUSTC=/nonexistent/rustc refuses "no rustc at all" "$T/good" "no rustc"
 refuses "a tree whose Rust crates are not built" "$(variant normeta rm rust/libkernel.rmeta)" "rust/libkernel.rmeta"
+refuses "a tree without Module.symvers" "$(variant nosymvers rm Module.symvers)" "no Module.symvers"
+# install and uninstall build nothing: they check the tree, not the tools.
+tap_check "--no-tools passes a tree built with another rustc" passes_silently --no-tools "$T/rustc"
 
 # Through make, as a user runs it: the one line, and no build attempted.
 out=$(make -s KDIR="$T/v61" modules 2>&1); rc=$?

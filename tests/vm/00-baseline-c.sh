@@ -15,7 +15,7 @@ dev=$(map_rnbd base /dev/ram0)
 if [ -b "$dev" ]; then tap_ok "map_device over the C client gives $dev"; else tap_not_ok "map_device over the C client"; fi
 
 for bs in 4k 128k; do
-	if out=$(fio_verify "$dev" $bs 16M 2>&1); then
+	if out=$(fio_verify "$dev" $bs "$(by_tier 4M 16M)" 2>&1); then
 		tap_ok "fio randwrite+verify crc32c bs=$bs"
 	else
 		tap_not_ok "fio randwrite+verify crc32c bs=$bs"; diag "$out"

@@ -1,19 +1,21 @@
 #!/bin/bash
 # Installed as a user installs it, against the running (cached) kernel:
-#  - `make install` puts rtrs-client-rs.ko under the kernel's extra/ (depmod)
-#    and the modprobe.d file; `modprobe rnbd_client` then loads rtrs_client_rs
-#    and not the C rtrs_client, and a mapped device moves verified data;
+#  - `make install` (as sudo runs it) puts rtrs-client-rs.ko under the
+#    kernel's extra/ (depmod) and the modprobe.d file; `modprobe rnbd_client`
+#    then loads rtrs_client_rs and not the C rtrs_client, and a mapped device
+#    moves verified data; `modprobe rtrs_client` loads rtrs_client_rs;
 #  - the drop-in's documented switch back loads the C client with this module
 #    still installed; with the module gone the drop-in falls back to the C
 #    client and says so in the kernel log; `make uninstall` removes both;
-#  - `make dkms-install`: DKMS builds the module from /usr/src for this
-#    kernel, installs it, and `modprobe rnbd_client` loads that build
-#    (the build runs in the VM, under TCG: full tier only).
+#  - `make dkms-install` (as sudo runs it): DKMS builds the module from
+#    /usr/src for this kernel with the recorded toolchain, installs it, and
+#    `modprobe rnbd_client` loads that build (the build runs in the VM, under
+#    TCG: full tier only).
 # The VM's root is read-only: /lib/modules/<release>, /etc/modprobe.d,
 # /usr/src and /var/lib/dkms get writable copies first, as on a real host.
 . "$(dirname "$0")/../lib.sh"
 TIER=${RTRS_TIER:-full}
-PLAN=15
+PLAN=16
 skip_all_unless_api $PLAN
 tap_plan $PLAN
 KREL=$RTRS_KREL
@@ -30,6 +32,9 @@ tap_check "writable copies of $MODDIR, /etc/modprobe.d, /usr/src and /var/lib/dk
 	sh -c "touch $MODDIR/.w /etc/modprobe.d/.w /usr/src/.w /var/lib/dkms/.w"
 rm -f "$MODDIR/.w" /etc/modprobe.d/.w /usr/src/.w /var/lib/dkms/.w
 KDIR=$MODDIR/build
+# As `sudo make ...` runs: root's HOME, a plain PATH without rustup's tools,
+# SUDO_USER naming whoever owns the toolchain (here root, /root/.cargo).
+as_sudo() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent SUDO_USER=root TERM=dumb "$@"; }
 
 # loaded_client: which RTRS client module is loaded ("rs", "c", "none", "both").
 loaded_client() {
@@ -42,7 +47,7 @@ loaded_client() {
 unload_all() { unload_modules rnbd_client rtrs_client_rs rtrs_client; }
 
 # --- make install ---------------------------------------------------------------
-out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" install 2>&1); rc=$?
+out=$(as_sudo make -s -C "$RTRS_REPO" KDIR="$KDIR" install 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ -f "$MODDIR/extra/rtrs-client-rs.ko" ] && [ -f "$CONF" ] &&
 	grep -q 'extra/rtrs-client-rs.ko:' "$MODDIR/modules.dep"; then
 	tap_ok "make install: extra/rtrs-client-rs.ko in modules.dep, $CONF installed"
@@ -74,6 +79,12 @@ fi
 tap_check "verified IO through it" fio_verify "$dev" 4k 4M
 unmap_rnbd inst
 unload_all
+# A request for the C client by name gets this one (the drop-in's line).
+out=$(modprobe -v rtrs_client 2>&1); rc=$?
+diag "modprobe -v rtrs_client:" "$out"
+tap_check "modprobe rtrs_client (rc $rc) loads rtrs_client_rs by way of the drop-in ($(loaded_client))" \
+	test "$rc.$(loaded_client)" = 0.rs
+unload_all
 
 # --- the way back -----------------------------------------------------------------
 # The drop-in's documented switch to the C client, module still installed.
@@ -98,7 +109,7 @@ fell_back() {
 tap_check "module gone, file in place: modprobe rnbd_client (rc $rc) falls back to the C client ($(loaded_client)) and logs it" fell_back
 unload_all
 mv /tmp/rtrs-client-rs.ko "$MODDIR/extra/" && depmod -a "$KREL"
-out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" uninstall 2>&1); rc=$?
+out=$(as_sudo make -s -C "$RTRS_REPO" KDIR="$KDIR" uninstall 2>&1); rc=$?
 uninstalled() {
 	[ ! -e "$MODDIR/extra/rtrs-client-rs.ko" ] && [ ! -e "$CONF" ] && ! grep -q rtrs-client-rs "$MODDIR/modules.dep"
 }
@@ -116,17 +127,20 @@ if [ "$TIER" != full ]; then
 	done
 else
 	t=$(date +%s)
-	out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-install 2>&1); rc=$?
+	out=$(as_sudo make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-install 2>&1); rc=$?
 	diag "make dkms-install: rc $rc in $(( $(date +%s) - t )) s" "$(tail -n 12 <<<"$out")"
 	ko=$(find "$MODDIR/updates" "$MODDIR/extra" -name 'rtrs-client-rs.ko*' 2>/dev/null | head -n 1)
 	st=$(dkms status rtrs-client-rs 2>&1)
-	dkms_installed() { [ $rc -eq 0 ] && [ -n "$ko" ] && grep -q 'installed' <<<"$st" && [ -f "$CONF" ]; }
+	dkms_installed() {
+		[ $rc -eq 0 ] && [ -n "$ko" ] && grep -q 'installed' <<<"$st" && [ -f "$CONF" ] &&
+			grep -q '^RUSTC := /.*/bin/rustc$' /usr/src/rtrs-client-rs-*/toolchain.mk
+	}
 	tap_check "dkms-install builds and installs for $KREL ($st; $ko)" dkms_installed
 	out=$(modprobe rnbd_client 2>&1); rc=$?
 	tap_check "modprobe rnbd_client (rc $rc) loads the DKMS build ($(loaded_client), $(modinfo -F filename rtrs_client_rs))" \
 		test "$rc.$(loaded_client).$(modinfo -F filename rtrs_client_rs)" = "0.rs.$ko"
 	unload_all
-	out=$(make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-uninstall 2>&1); rc=$?
+	out=$(as_sudo make -s -C "$RTRS_REPO" KDIR="$KDIR" dkms-uninstall 2>&1); rc=$?
 	dkms_removed() {
 		[ -z "$(find "$MODDIR" -name 'rtrs-client-rs.ko*')" ] && [ ! -e "$CONF" ] &&
 			[ -z "$(dkms status rtrs-client-rs 2>/dev/null)" ]
