@@ -59,7 +59,7 @@ for s in "${scripts[@]}"; do
 	echo "# selftests: $name"
 	ts0=$(date +%s)
 	case "$s" in
-	tests/vm/*) VM_OUT=$dir VM_LEAKCHECK=1 scripts/vm-run.sh "$REPO/$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
+	tests/vm/*) VM_OUT=$dir VM_LEAKCHECK=1 scripts/vm-run.sh "bash $REPO/$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
 	*) bash "$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
 	esac
 	sed 's/^/# /' "$dir/tap"
