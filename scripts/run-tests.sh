@@ -10,7 +10,11 @@
 # Two tiers (RTRS_TIER): quick (make check, what CI runs: every feature at
 # least once, within 35 minutes warm) and full (make check-full, the
 # default: every scenario at full length). The VM tests read RTRS_TIER.
-# Each test's wall time is printed on its result line.
+# The full tier boots one VM per test, with a kmemleak scan after each; the
+# quick tier runs all VM tests in one boot (scripts/vm-suite.sh), cuts the
+# kernel log at each test's marks for its dmesg check, and reports the rest
+# of the log and the one kmemleak scan as a last point, vm-suite. Each test's
+# wall time is printed on its result line.
 #
 # Environment: RTRS_TIER=quick|full, TESTS="pattern ..." to select scripts by
 # name, TEST_OUT=dir to keep the per-test outputs (default: a fresh /tmp
@@ -46,10 +50,36 @@ if [ -n "${TESTS:-}" ]; then
 	scripts=("${sel[@]}")
 fi
 
+vm_scripts=()
+for s in "${scripts[@]}"; do [[ $s == tests/vm/* ]] && vm_scripts+=("$REPO/$s"); done
+SUITE=
+[ "$RTRS_TIER" = quick ] && [ ${#vm_scripts[@]} -gt 0 ] && SUITE=$OUT/vm-suite
+
+# run_suite: the quick tier's one boot for every VM test.
+run_suite() {
+	stage "vm-suite: ${#vm_scripts[@]} VM tests in one boot"
+	mkdir -p "$SUITE"
+	# Its progress lines stream through as TAP comments.
+	VM_OUT=$SUITE VM_LEAKCHECK=1 VM_TIMEOUT=${SUITE_TIMEOUT:-3300} \
+		scripts/vm-run.sh "bash $REPO/scripts/vm-suite.sh /run/vm-out ${vm_scripts[*]}" \
+		2> "$SUITE/stderr" | tee "$SUITE/stdout" | sed 's/^/# /'
+	suite_rc=${PIPESTATUS[0]}
+	tr -d '\r' < "$SUITE/console.log" > "$SUITE/console.txt" 2>/dev/null
+}
+
+# slice <name> <begin|outside>: a test's part of the suite's kernel log, or
+# everything outside the tests' parts.
+slice() {
+	awk -v n="$1" -v mode="$2" '
+		/rtrs-suite: begin / { f = 1; cur = $NF }
+		(mode == "outside" && !f) || (mode != "outside" && f && cur == n) { print }
+		/rtrs-suite: end / { f = 0 }' "$SUITE/console.txt"
+}
+
 passed=0 failed=0 skipped=0 idx=0 times=()
 echo "# tier: $RTRS_TIER"
 echo "TAP version 13"
-echo "1..${#scripts[@]}"
+echo "1..$(( ${#scripts[@]} + ${SUITE:+1} ))"
 for s in "${scripts[@]}"; do
 	idx=$((idx + 1))
 	name=${s#tests/}; name=${name%.sh}
@@ -58,8 +88,21 @@ for s in "${scripts[@]}"; do
 	stage "$name"
 	echo "# selftests: $name"
 	ts0=$(date +%s)
+	secs=
 	case "$s" in
-	tests/vm/*) VM_OUT=$dir VM_LEAKCHECK=1 scripts/vm-run.sh "bash $REPO/$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
+	tests/vm/*)
+		if [ -n "$SUITE" ]; then
+			[ -d "$SUITE" ] || run_suite
+			sn=${name//\//_}
+			cp "$SUITE/$sn.tap" "$dir/tap" 2>/dev/null || : > "$dir/tap"
+			cp "$SUITE/$sn.stderr" "$dir/stderr" 2>/dev/null
+			rc=$(cat "$SUITE/$sn.rc" 2>/dev/null || echo 255)
+			secs=$(cat "$SUITE/$sn.secs" 2>/dev/null)
+			slice "$sn" begin > "$dir/console.log"; : > "$dir/kmemleak"
+			[ -s "$SUITE/$sn.reset" ] && sed 's/^/left behind: /' "$SUITE/$sn.reset" >> "$dir/stderr"
+		else
+			VM_OUT=$dir VM_LEAKCHECK=1 scripts/vm-run.sh "bash $REPO/$s" > "$dir/tap" 2>"$dir/stderr"; rc=$?
+		fi ;;
 	*) bash "$s" > "$dir/tap" 2>"$dir/stderr"; rc=$? ;;
 	esac
 	sed 's/^/# /' "$dir/tap"
@@ -93,9 +136,24 @@ for s in "${scripts[@]}"; do
 		printf '# problem: %s\n' "${problems[@]}"
 	fi
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + sk))
-	secs=$(( $(date +%s) - ts0 )); times+=("$secs $name")
+	secs=${secs:-$(( $(date +%s) - ts0 ))}; times+=("$secs $name")
 	if [ $f -eq 0 ]; then echo "ok $idx selftests: $name (${secs} s)"; else echo "not ok $idx selftests: $name (${secs} s)"; fi
 done
+# The quick tier's boot itself: the log outside the tests (boot, resets),
+# the kmemleak scan at its end, and the VM's own status.
+if [ -n "$SUITE" ]; then
+	idx=$((idx + 1)); f=0
+	echo "# selftests: vm-suite (the boot, what tests left behind, kmemleak)"
+	slice - outside > "$SUITE/outside.log"
+	findings=$(scripts/dmesg-check.sh "$SUITE/outside.log" "$SUITE/kmemleak" 2>&1)
+	if [ -n "$(printf '%s\n' "$findings" | grep -E '^[A-Z_]+:')" ]; then
+		printf '%s\n' "$findings" | head -n 30 | sed 's/^/# dmesg: /'; f=1
+	else
+		echo "# dmesg and kmemleak: clean"
+	fi
+	[ "${suite_rc:-255}" -eq 0 ] || { echo "# problem: the suite VM exited $suite_rc"; tail -n 20 "$SUITE/stderr" | sed 's/^/# stderr: /'; f=1; }
+	if [ $f -eq 0 ]; then passed=$((passed + 1)); echo "ok $idx selftests: vm-suite"; else failed=$((failed + 1)); echo "not ok $idx selftests: vm-suite"; fi
+fi
 stage "done; outputs in $OUT"
 echo "# wall time per test, slowest first:"
 printf '%s\n' "${times[@]}" | sort -rn | awk '{printf "#   %5d s  %s\n", $1, $2}'

@@ -55,7 +55,7 @@ pwd > "$OUT/cwd"
 append="console=ttyS0,115200 root=rootfs rootfstype=9p"
 append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro"
 append+=" init=$SCRIPTS_DIR/vm-init.sh panic=-1 watchdog_thresh=60 loglevel=7"
-append+=" printk.devkmsg=on net.ifnames=0 pci=noacpi"
+append+=" printk.devkmsg=on net.ifnames=0 pci=noacpi kasan_multi_shot"
 
 timeout --foreground -k 10 "${VM_TIMEOUT:-3600}" \
 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${VM_CPUS:-2}" -m "${VM_MEM:-2G}" \

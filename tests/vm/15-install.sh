@@ -150,4 +150,5 @@ fi
 
 stop_server
 tap_check "nothing left loaded" test -z "$(rtrs_modules_loaded)"
+umount "$MODDIR" /etc/modprobe.d /usr/src /var/lib/dkms
 tap_done

@@ -7,7 +7,7 @@
 # slow); the quick tier runs fewer sizes, depths and job counts in each.
 . "$(dirname "$0")/../lib.sh"
 ncpu=$(nproc)
-Y_BS=$(by_tier "512 4k max" "512 4k 64k 128k max") Y_QD=$(by_tier "1 64" "1 64") Y_NJ=$(by_tier "$ncpu" "1 $ncpu")
+Y_BS=$(by_tier "512 4k max" "512 4k 64k 128k max") Y_QD=$(by_tier 64 "1 64") Y_NJ=$(by_tier "$ncpu" "1 $ncpu")
 N_BS=$(by_tier "4k max" "4k 128k max") N_QD=64 N_NJ=$ncpu
 words() { echo $#; }
 # shellcheck disable=SC2086 # the lists are split into words on purpose

@@ -1,0 +1,61 @@
+#!/bin/bash
+# vm-suite.sh <out dir> <test script...>: in the test VM, run several VM test
+# scripts one after another in this one boot (the quick tier of make check:
+# a boot and its kmemleak scan cost about 70 s under TCG, per test otherwise).
+#
+# For each test <name> (its path below tests/, with / as _) it leaves in
+# <out>: <name>.tap, .stderr, .rc, .secs (wall time) and .reset (what it left
+# behind, taken down after it). Around each test the kernel log gets the
+# lines "rtrs-suite: begin <name>" and "rtrs-suite: end <name>", by which the
+# host cuts each test's part of the log for the dmesg checker. A test runs
+# at most SUITE_TEST_TIMEOUT seconds (default 1200).
+set -u
+out=$1; shift
+kmsg() { echo "rtrs-suite: $*" > /dev/kmsg; }
+
+# reset: take down what a test left behind, and say what it was.
+reset() {
+	local b m l a
+	for b in /sys/block/rnbd*; do
+		[ -e "$b/rnbd/unmap_device" ] || continue
+		echo "unmapped ${b##*/}"; echo force > "$b/rnbd/unmap_device"
+	done
+	for _ in $(seq 1 600); do
+		[ -z "$(ls /sys/class/rtrs-client 2>/dev/null)" ] && break
+		sleep 0.2
+	done
+	for m in rnbd_client rtrs_client_rs rtrs_client rnbd_server rtrs_server rtrs_core brd null_blk lkdtm; do
+		grep -q "^$m " /proc/modules || continue
+		echo "unloaded $m"
+		for _ in $(seq 1 150); do rmmod "$m" 2>/dev/null && break; sleep 0.2; done
+	done
+	for l in $(ip netns list 2>/dev/null | awk '{print $1}'); do echo "netns $l"; ip netns del "$l"; done
+	for l in $(rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1 | sort -u); do
+		[ "$l" = rxe_eth0 ] || { echo "rdma link $l"; rdma link del "$l"; }
+	done
+	for l in $( (ip -o link show type veth; ip -o link show type dummy) | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		echo "netdev $l"; ip link del "$l" 2>/dev/null
+	done
+	for a in $(ip -o -4 addr show dev eth0 | awk '{print $4}'); do
+		[ "$a" = 10.0.2.15/24 ] || { echo "address $a"; ip addr del "$a" dev eth0; }
+	done
+	tc qdisc del dev eth0 root 2>/dev/null && echo "qdisc on eth0"
+	rdma link show 2>/dev/null | grep -q 'rxe_eth0' ||
+		{ echo "rxe_eth0 re-added"; rdma link add rxe_eth0 type rxe netdev eth0; }
+	return 0
+}
+
+for t in "$@"; do
+	name=${t#*tests/}; name=${name%.sh}; name=${name//\//_}
+	kmsg "begin $name"
+	t0=$(date +%s)
+	timeout -k 30 "${SUITE_TEST_TIMEOUT:-1200}" bash "$t" > "$out/$name.tap" 2> "$out/$name.stderr"
+	rc=$?
+	secs=$(( $(date +%s) - t0 ))
+	echo $rc > "$out/$name.rc"
+	echo $secs > "$out/$name.secs"
+	kmsg "end $name"
+	reset > "$out/$name.reset" 2>&1
+	echo "vm-suite: $name: exit $rc, $secs s, $(grep -c '^ok' "$out/$name.tap") ok, $(grep -c '^not ok' "$out/$name.tap") not ok"
+done
+sync
