@@ -316,3 +316,22 @@ sysfs_diff_or_fail() {
 	local d
 	if d=$(diff -u "$2" "$3"); then tap_ok "$1"; else tap_not_ok "$1"; diag "$d"; fi
 }
+
+# The C client's transcripts recorded in tests/golden (see its README).
+# sysfs_use_golden <file> <client A>: the quick tier uses the recorded
+# transcript instead of running the C half.
+sysfs_use_golden() { [ "$RTRS_TIER" = quick ] && [ "$2" = c ] && [ -f "$1" ]; }
+# sysfs_golden_point <file> <live transcript of A> <client A>: the full
+# tier's check that the recorded transcript is still C's live one.
+sysfs_golden_point() {
+	local name d
+	name=tests/golden/${1##*/}
+	if [ "$RTRS_TIER" = quick ] || [ "$3" != c ]; then
+		tap_skip "$name is the C client's live transcript" "full tier, with A = c"
+	elif d=$(diff -u "$1" "$2" 2>&1); then
+		tap_ok "$name is the C client's live transcript"
+	else
+		tap_not_ok "$name is the C client's live transcript (if C changed: copy $2 there)"
+		diag "$d"
+	fi
+}

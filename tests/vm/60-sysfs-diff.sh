@@ -117,7 +117,7 @@ GOLDEN=$RTRS_REPO/tests/golden/sysfs-c.txt
 tap_plan 4
 start_server >/dev/null 2>&1 || true
 sysfs_helper_start
-if [ "$RTRS_TIER" = quick ] && [ "$A" = c ] && [ -f "$GOLDEN" ]; then
+if sysfs_use_golden "$GOLDEN" "$A"; then
 	cp "$GOLDEN" "$OUTD/sysfs-$A.1.txt"
 	tap_skip "scenario over $A" "quick tier: the C client's transcript recorded in tests/golden/sysfs-c.txt"
 else
@@ -127,13 +127,6 @@ fi
 scenario "$B" > "$OUTD/sysfs-$B.2.txt" 2>&1
 if grep -q FAILED "$OUTD/sysfs-$B.2.txt"; then tap_not_ok "scenario over $B"; diag "$(grep FAILED "$OUTD/sysfs-$B.2.txt")"; else tap_ok "scenario over $B"; fi
 sysfs_diff_or_fail "sysfs transcript of $B equals that of $A" "$OUTD/sysfs-$A.1.txt" "$OUTD/sysfs-$B.2.txt"
-if [ "$RTRS_TIER" = quick ] || [ "$A" != c ]; then
-	tap_skip "tests/golden/sysfs-c.txt is the C client's live transcript" "full tier, with A = c"
-elif d=$(diff -u "$GOLDEN" "$OUTD/sysfs-$A.1.txt" 2>&1); then
-	tap_ok "tests/golden/sysfs-c.txt is the C client's live transcript"
-else
-	tap_not_ok "tests/golden/sysfs-c.txt is the C client's live transcript (if C changed: copy $OUTD/sysfs-$A.1.txt there)"
-	diag "$d"
-fi
+sysfs_golden_point "$GOLDEN" "$OUTD/sysfs-$A.1.txt" "$A"
 stop_server
 tap_done

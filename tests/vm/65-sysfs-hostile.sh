@@ -157,7 +157,7 @@ tap_plan $((n + 3))
 start_server >/dev/null 2>&1 || true
 sysfs_helper_start
 TA=$OUTD/hostile-$A.1.txt TB=$OUTD/hostile-$B.2.txt
-if [ "$RTRS_TIER" = quick ] && [ "$A" = c ] && [ -f "$GOLDEN" ]; then
+if sysfs_use_golden "$GOLDEN" "$A"; then
 	cp "$GOLDEN" "$TA"
 	tap_skip "hostile scenario over $A leaves the session working" "quick tier: the C client's transcript recorded in tests/golden/hostile-c.txt"
 else
@@ -174,13 +174,6 @@ for s in $SECTIONS; do
 	if d=$(diff -u "$OUTD/.sec-a" "$OUTD/.sec-b" 2>&1); then tap_ok "$s: $B answers as $A"; else tap_not_ok "$s: $B answers as $A"; diag "$d"; fi
 done
 rm -f "$OUTD/.sec-a" "$OUTD/.sec-b"
-if [ "$RTRS_TIER" = quick ] || [ "$A" != c ]; then
-	tap_skip "tests/golden/hostile-c.txt is the C client's live transcript" "full tier, with A = c"
-elif d=$(diff -u "$GOLDEN" "$TA" 2>&1); then
-	tap_ok "tests/golden/hostile-c.txt is the C client's live transcript"
-else
-	tap_not_ok "tests/golden/hostile-c.txt is the C client's live transcript (if C changed: copy $TA there)"
-	diag "$d"
-fi
+sysfs_golden_point "$GOLDEN" "$TA" "$A"
 stop_server
 tap_done
