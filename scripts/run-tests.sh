@@ -62,7 +62,7 @@ run_suite() {
 	# Its progress lines stream through as TAP comments.
 	VM_OUT=$SUITE VM_LEAKCHECK=1 VM_TIMEOUT=${SUITE_TIMEOUT:-3300} \
 		scripts/vm-run.sh "bash $REPO/scripts/vm-suite.sh /run/vm-out ${vm_scripts[*]}" \
-		2> "$SUITE/stderr" | tee "$SUITE/stdout" | sed 's/^/# /'
+		2> "$SUITE/stderr" | tee "$SUITE/stdout" | sed -u 's/^/# /'
 	suite_rc=${PIPESTATUS[0]}
 	tr -d '\r' < "$SUITE/console.log" > "$SUITE/console.txt" 2>/dev/null
 }

@@ -34,6 +34,7 @@ reset() {
 		[ "$l" = rxe_eth0 ] || { echo "rdma link $l"; rdma link del "$l"; }
 	done
 	for l in $( (ip -o link show type veth; ip -o link show type dummy) | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		[[ " $boot_links " == *" $l "* ]] && continue
 		echo "netdev $l"; ip link del "$l" 2>/dev/null
 	done
 	for a in $(ip -o -4 addr show dev eth0 | awk '{print $4}'); do
@@ -45,6 +46,8 @@ reset() {
 	return 0
 }
 
+# The netdevs the VM booted with (dummy0, say) stay.
+boot_links=$(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | tr '\n' ' ')
 for t in "$@"; do
 	name=${t#*tests/}; name=${name%.sh}; name=${name//\//_}
 	kmsg "begin $name"
