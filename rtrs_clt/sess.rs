@@ -17,7 +17,7 @@ use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::{BStr, CString};
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::bindings;
 use crate::clt::{PathInfo, PathShared, RtrsCltState};
@@ -313,6 +313,9 @@ impl Drop for SessDev {
 /// paths/<src@dst>: the files of the `SessPath` it was created for.
 struct PathKobj(NonNull<bindings::rtrs_rs_path_kobj>);
 
+// SAFETY: The kobject may be removed from any thread in process context.
+unsafe impl Send for PathKobj {}
+
 impl PathKobj {
     /// Removes the directory from within a store on its own `attr`
     /// (`sysfs_remove_file_self` first, as `rtrs_clt_destroy_path_files`).
@@ -429,9 +432,14 @@ pub(crate) fn to_rtrs_sockaddr(
 // ---------------------------------------------------------------------------
 
 /// A path and its sysfs directory (created once the path is up).
+///
+/// IO holds `&PathEntry` under RCU and reads only `sp`; `kobj` is set and
+/// taken under `Sess::paths_mutex` (add, remove, close), so writing it does
+/// not touch what readers see. It comes first: fields drop in order, and the
+/// directory, whose files show the path, must go before the path.
 struct PathEntry {
+    kobj: LockedBy<Option<PathKobj>, bool>,
     sp: Pin<KBox<SessPath>>,
-    kobj: Option<PathKobj>,
 }
 
 /// The session's paths (`paths_list` and `paths_num`): boxed entries in
@@ -640,6 +648,7 @@ impl Sess {
         })?;
         let dev = SessDev(NonNull::new(dev).ok_or(ENOMEM)?);
         let paths_uuid = uuid_gen();
+        let paths_mutex = KBox::pin_init(new_mutex!(false, "rtrs_rs_paths_mutex"), GFP_KERNEL)?;
         let mut entries: KVec<KBox<PathEntry>> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
         let mut queue_depth = 0u32;
         let mut max_io_size = 0u32;
@@ -650,6 +659,7 @@ impl Sess {
                 g,
                 &sessname,
                 &dev,
+                &paths_mutex,
                 a,
                 paths_uuid,
                 i == 0,
@@ -676,14 +686,13 @@ impl Sess {
                 rr.push(AtomicUsize::new(usize::MAX), GFP_KERNEL)?;
             }
             let ev = KBox::pin_init(new_mutex!(0i32, "rtrs_rs_paths_ev_mutex"), GFP_KERNEL)?;
-            let pm = KBox::pin_init(new_mutex!(false, "rtrs_rs_paths_mutex"), GFP_KERNEL)?;
             let list = PathList::new()?;
-            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev, pm, list))
+            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev, list))
         });
-        let (permits, rr_cursor, paths_ev, paths_mutex, list) = match res {
+        let (permits, rr_cursor, paths_ev, list) = match res {
             Ok(v) => v,
             Err(e) => {
-                Self::close_paths(&mut entries);
+                Self::close_paths(&mut entries, &paths_mutex);
                 drop(dev);
                 return Err(e);
             }
@@ -748,6 +757,7 @@ impl Sess {
         g: &Globals,
         sessname: &CStr,
         dev: &SessDev,
+        paths_mutex: &Mutex<bool>,
         a: &RtrsAddr,
         paths_uuid: [u8; 16],
         first: bool,
@@ -768,19 +778,23 @@ impl Sess {
             nr_poll_queues,
         )?;
         let sp = SessPath::new(shared, g.wq, reconnect_delay_sec)?;
-        let mut e = PathEntry { sp, kobj: None };
-        e.sp.init_path()?;
-        let info = e.sp.shared().info().ok_or(EINVAL)?;
-        e.kobj = Some(Self::create_path_files(dev, &e.sp)?);
+        sp.init_path()?;
+        let info = sp.shared().info().ok_or(EINVAL)?;
+        let kobj = Self::create_path_files(dev, &sp)?;
+        let e = PathEntry {
+            kobj: LockedBy::new(paths_mutex, Some(kobj)),
+            sp,
+        };
         Ok((e, info))
     }
 
     /// Each path: connections closed (`rtrs_clt_close_conns(path, true)`),
-    /// then its sysfs directory, then the path.
-    fn close_paths(entries: &mut KVec<KBox<PathEntry>>) {
+    /// then its sysfs directory, then the path. The entries are unlisted.
+    fn close_paths(entries: &mut KVec<KBox<PathEntry>>, paths_mutex: &Mutex<bool>) {
         for e in entries.iter_mut() {
             e.sp.close_conns(true);
-            drop(e.kobj.take());
+            let kobj = e.kobj.access_mut(&mut paths_mutex.lock()).take();
+            drop(kobj);
         }
         *entries = KVec::new();
     }
@@ -799,7 +813,7 @@ impl Sess {
             *closing = true;
             self.paths.take_all()
         };
-        Self::close_paths(&mut entries);
+        Self::close_paths(&mut entries, &self.paths_mutex);
         drop(self.dev.take());
         pr_info!("{}: session closed\n", &*self.sessname);
     }
@@ -908,7 +922,13 @@ impl Sess {
             )?;
             let sp = SessPath::new(shared, g.wq, self.reconnect_delay_sec)?;
             sp.set_sess(self);
-            let e = KBox::new(PathEntry { sp, kobj: None }, GFP_KERNEL)?;
+            let e = KBox::new(
+                PathEntry {
+                    kobj: LockedBy::new(&self.paths_mutex, None),
+                    sp,
+                },
+                GFP_KERNEL,
+            )?;
             match self.paths.push(e) {
                 Ok(p) => p,
                 Err(e) => {
@@ -930,21 +950,26 @@ impl Sess {
         // after `SessDev::del` has waited for this store to return.
         let e = unsafe { &*entry };
         let res = e.sp.init_path().and_then(|()| {
+            // Under the mutex, so that a `remove_path` written into the new
+            // directory finds it recorded.
+            let mut closing = self.paths_mutex.lock();
             let k = Self::create_path_files(dev, &e.sp)?;
-            // SAFETY: As above; nobody else touches `kobj` of a listed
-            // entry before its directory exists.
-            unsafe { (*entry.cast_mut()).kobj = Some(k) };
+            *e.kobj.access_mut(&mut closing) = Some(k);
             Ok(())
         });
         if let Err(err) = res {
             let removed = {
-                let _closing = self.paths_mutex.lock();
-                self.paths.remove(entry)
+                let mut closing = self.paths_mutex.lock();
+                self.paths
+                    .remove(entry)
+                    .map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
             };
-            if let Some((i, mut e)) = removed {
+            if let Some((i, kobj, e)) = removed {
                 self.rr_cursor_on_remove(i);
                 e.sp.close_conns(true);
-                drop(e.kobj.take());
+                // After the mutex: removing the directory waits for its
+                // running stores, which may wait for the mutex.
+                drop(kobj);
             }
             return Err(err);
         }
@@ -966,7 +991,7 @@ impl Sess {
             return Ok(());
         }
         let removed = {
-            let closing = self.paths_mutex.lock();
+            let mut closing = self.paths_mutex.lock();
             if *closing {
                 None
             } else {
@@ -978,11 +1003,12 @@ impl Sess {
                     .map(|(_, e)| e as *const PathEntry);
                 drop(g);
                 ptr.and_then(|p| self.paths.remove(p))
+                    .map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
             }
         };
-        if let Some((i, mut e)) = removed {
+        if let Some((i, kobj, e)) = removed {
             self.rr_cursor_on_remove(i);
-            if let Some(k) = e.kobj.take() {
+            if let Some(k) = kobj {
                 k.destroy_self(attr);
             }
             drop(e);
