@@ -33,6 +33,7 @@ use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
 use crate::io::{fast_reg_done, IoCtx};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
+use crate::rtrs_core::path_state::{self, ErrorRecovery};
 use crate::rtrs_core::proto::{
     RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgInfoReq, RtrsMsgInfoRsp, RtrsMsgRkeyRsp, RtrsPathParams,
     RtrsRbuf, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX,
@@ -283,23 +284,35 @@ impl PathShared {
         state_from_u8(self.state.load(Ordering::Acquire))
     }
 
-    /// `rtrs_clt_change_state_get_old`: moves to `new` if the table allows it.
-    pub(crate) fn change_state(&self, new: RtrsCltState) -> bool {
+    /// Applies one of rtrs_core's state moves (`path_state::change_state`
+    /// and the others) to the path's state atomically, as C does under
+    /// `state_wq.lock`: `f` sees the current state and may change it; if
+    /// another thread changed it meanwhile, `f` runs again on the new one
+    /// (the moves are pure). Waiters on the state are woken on a change.
+    fn update_state<R>(&self, mut f: impl FnMut(&mut RtrsCltState) -> R) -> R {
         let mut old = self.state.load(Ordering::Acquire);
         loop {
-            if !state_from_u8(old).can_change_to(new) {
-                return false;
+            let mut s = state_from_u8(old);
+            let r = f(&mut s);
+            if s as u8 == old {
+                return r;
             }
             match self
                 .state
-                .compare_exchange(old, new as u8, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(old, s as u8, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => break,
+                Ok(_) => {
+                    self.state_changed.complete();
+                    return r;
+                }
                 Err(cur) => old = cur,
             }
         }
-        self.state_changed.complete();
-        true
+    }
+
+    /// `rtrs_clt_change_state`: moves to `new` if the table allows it.
+    pub(crate) fn change_state(&self, new: RtrsCltState) -> bool {
+        self.update_state(|s| path_state::change_state(s, new))
     }
 
     /// The IO context, once `Path::alloc_reqs` has run.
@@ -345,10 +358,8 @@ impl PathShared {
     /// RECONNECTING and queues the recovery work; an error while connecting
     /// moves to CONNECTING_ERR for the connecting thread.
     pub(crate) fn error_recovery(&self) {
-        if self.change_state_from_to(RtrsCltState::Connected, RtrsCltState::Reconnecting) {
+        if self.update_state(path_state::rdma_error_recovery) == ErrorRecovery::Reconnecting {
             self.queue_work(&self.err_recovery_work, 0);
-        } else {
-            self.change_state_from_to(RtrsCltState::Connecting, RtrsCltState::ConnectingErr);
         }
     }
 
@@ -388,40 +399,9 @@ impl PathShared {
         self.close_work.store(close, Ordering::Release);
     }
 
-    /// `rtrs_clt_change_state_from_to`.
-    pub(crate) fn change_state_from_to(&self, old: RtrsCltState, new: RtrsCltState) -> bool {
-        if !old.can_change_to(new) {
-            return false;
-        }
-        let ok = self
-            .state
-            .compare_exchange(old as u8, new as u8, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if ok {
-            self.state_changed.complete();
-        }
-        ok
-    }
-
     /// `rtrs_clt_change_state_get_old`: (changed, old state).
     pub(crate) fn change_state_get_old(&self, new: RtrsCltState) -> (bool, RtrsCltState) {
-        let mut old = self.state.load(Ordering::Acquire);
-        loop {
-            let o = state_from_u8(old);
-            if !o.can_change_to(new) {
-                return (false, o);
-            }
-            match self
-                .state
-                .compare_exchange(old, new as u8, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    self.state_changed.complete();
-                    return (true, o);
-                }
-                Err(cur) => old = cur,
-            }
-        }
+        self.update_state(|s| path_state::change_state_get_old(s, new))
     }
 }
 

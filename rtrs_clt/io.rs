@@ -24,7 +24,7 @@ use crate::bindings;
 use crate::clt::{Con, RdmaDone};
 use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
-    RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
+    check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
 use crate::sess::Kvec;
 use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu};
@@ -409,33 +409,9 @@ impl IoCtx {
             }
             off = end;
         }
-        let hdr = if a.read {
-            RtrsMsgRdmaRead::SIZE
-        } else {
-            RtrsMsgRdmaWrite::SIZE
-        };
-        let tsize = hdr
-            .checked_add(a.data_len)
-            .and_then(|v| v.checked_add(a.usr_len))
-            .ok_or(emsgsize())?;
-        let chunk = usize::try_from(self.layout.chunk_size()).unwrap_or(0);
-        if tsize > chunk {
-            if a.read {
-                pr_warn!(
-                    "{}: Read request failed, message size is {}, bigger than CHUNK_SIZE {}\n",
-                    sess,
-                    tsize,
-                    chunk
-                );
-            } else {
-                pr_warn!(
-                    "{}: Write request failed, size too big {} > {}\n",
-                    sess,
-                    tsize,
-                    chunk
-                );
-            }
-            return Err(emsgsize());
+        if let Err(e) = check_io_chunk(a.read, a.data_len, a.usr_len, self.layout.chunk_size()) {
+            pr_warn!("{}: {}\n", sess, e);
+            return Err(Error::from_errno(e.errno()));
         }
         let mut count: c_int = 0;
         if a.sg_cnt > 0 {

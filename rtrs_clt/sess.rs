@@ -27,7 +27,7 @@ use crate::misc::uuid_gen;
 use crate::path::SessPath;
 use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView, PathViews};
-use crate::rtrs_core::proto::{MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
+use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::{imm, sysfs_fmt};
 use crate::sync::{synchronize_rcu, RcuGuard};
 use crate::verbs::DevPool;
@@ -1101,15 +1101,7 @@ impl Sess {
     /// offers the request to the CONNECTED paths in the policy's order, each
     /// at most once, until one posts it. Never sleeps.
     fn issue(&self, r: &ReqDesc<'_>, failover: bool) -> Result {
-        let hdr_len = if r.read {
-            usize::try_from(r.sg_cnt)
-                .ok()
-                .and_then(|n| n.checked_mul(16))
-                .and_then(|n| n.checked_add(8))
-                .ok_or(crate::io::emsgsize())?
-        } else {
-            4
-        };
+        let sg_cnt = usize::try_from(r.sg_cnt).unwrap_or(usize::MAX);
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
         let guard = RcuGuard::new();
         // The policies read the live list, one path at a time, as C does.
@@ -1142,20 +1134,9 @@ impl Sess {
             let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io()) else {
                 continue;
             };
-            let total = r
-                .usr_len
-                .checked_add(hdr_len)
-                .ok_or(crate::io::emsgsize())?;
-            if total > usize::try_from(io.max_hdr_size()).unwrap_or(0) {
-                pr_warn!(
-                    "{}: {} request failed, user message size is {} and header length {}, but max size is {}\n",
-                    &*self.sessname,
-                    if r.read { "Read" } else { "Write" },
-                    r.usr_len,
-                    hdr_len,
-                    io.max_hdr_size()
-                );
-                return Err(crate::io::emsgsize());
+            if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {
+                pr_warn!("{}: {}\n", &*self.sessname, e);
+                return Err(Error::from_errno(e.errno()));
             }
             // rtrs_permit_to_clt_con.
             let cid = if r.con_type == RTRS_IO_CON {

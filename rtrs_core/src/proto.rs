@@ -214,6 +214,27 @@ pub enum WireError {
         /// Allowed maximum.
         max: usize,
     },
+    /// `rtrs_clt_request`: user header + RTRS header exceed `max_hdr_size`.
+    IoHdrTooBig {
+        /// READ (else WRITE).
+        read: bool,
+        /// The caller's user header length.
+        usr_len: usize,
+        /// The RTRS header length (`usize::MAX` if it overflows).
+        hdr_len: usize,
+        /// The path's `max_hdr_size`.
+        max: u32,
+    },
+    /// `rtrs_clt_{read,write}_req`: message, data and user header exceed
+    /// the chunk.
+    IoChunkTooBig {
+        /// READ (else WRITE).
+        read: bool,
+        /// The size needed (`usize::MAX` if it overflows).
+        size: usize,
+        /// The path's chunk size.
+        chunk_size: u32,
+    },
     /// IMM type is not one of `rtrs_imm_type` (or not valid here).
     BadImmType {
         /// The 4-bit type.
@@ -278,7 +299,9 @@ impl WireError {
             | WireError::SgCntMismatch { .. }
             | WireError::BadPathname { .. }
             | WireError::BadErrno { .. } => -EINVAL,
-            WireError::MsgTooBig { .. } => -EMSGSIZE,
+            WireError::MsgTooBig { .. }
+            | WireError::IoHdrTooBig { .. }
+            | WireError::IoChunkTooBig { .. } => -EMSGSIZE,
             WireError::BadImmType { .. }
             | WireError::BadMsgId { .. }
             | WireError::BadOffset { .. }
@@ -347,6 +370,30 @@ impl fmt::Display for WireError {
             }
             WireError::BadPathname { len } => write!(f, "invalid pathname of {len} bytes"),
             WireError::MsgTooBig { size, max } => write!(f, "message size {size} > {max}"),
+            // C's texts (rtrs_clt_request, rtrs_clt_read_req, rtrs_clt_write_req).
+            WireError::IoHdrTooBig {
+                read,
+                usr_len,
+                hdr_len,
+                max,
+            } => write!(
+                f,
+                "{} request failed, user message size is {usr_len} and header length {hdr_len}, but max size is {max}",
+                if read { "Read" } else { "Write" }
+            ),
+            WireError::IoChunkTooBig {
+                read: true,
+                size,
+                chunk_size,
+            } => write!(
+                f,
+                "Read request failed, message size is {size}, bigger than CHUNK_SIZE {chunk_size}"
+            ),
+            WireError::IoChunkTooBig {
+                read: false,
+                size,
+                chunk_size,
+            } => write!(f, "Write request failed, size too big {size} > {chunk_size}"),
             WireError::BadImmType { imm_type } => write!(f, "unknown IMM type {imm_type}"),
             WireError::BadMsgId {
                 msg_id,
@@ -1411,7 +1458,12 @@ pub fn check_io_hdr(
         .and_then(|h| h.checked_add(usr_len))
         .unwrap_or(usize::MAX);
     if size > max {
-        return Err(WireError::MsgTooBig { size, max });
+        return Err(WireError::IoHdrTooBig {
+            read,
+            usr_len,
+            hdr_len: hdr_len.unwrap_or(usize::MAX),
+            max: max_hdr_size,
+        });
     }
     if usr_len > usize::from(u16::MAX) {
         return Err(WireError::MsgTooBig {
@@ -1441,7 +1493,11 @@ pub fn check_io_chunk(
         .and_then(|s| s.checked_add(usr_len))
         .unwrap_or(usize::MAX);
     if size > max {
-        return Err(WireError::MsgTooBig { size, max });
+        return Err(WireError::IoChunkTooBig {
+            read,
+            size,
+            chunk_size,
+        });
     }
     Ok(())
 }
@@ -2371,8 +2427,10 @@ mod tests {
         assert_eq!(check_io_hdr(true, 4096 - 24, 1, 4096), Ok(()));
         assert_eq!(
             check_io_hdr(true, 4096 - 23, 1, 4096),
-            Err(WireError::MsgTooBig {
-                size: 4097,
+            Err(WireError::IoHdrTooBig {
+                read: true,
+                usr_len: 4073,
+                hdr_len: 24,
                 max: 4096
             })
         );
@@ -2396,6 +2454,41 @@ mod tests {
         assert_eq!(check_io_chunk(true, 131_072 - 40, 32, 131_072), Ok(()));
         assert!(check_io_chunk(true, 131_072 - 39, 32, 131_072).is_err());
         assert!(check_io_chunk(true, usize::MAX, usize::MAX, u32::MAX).is_err());
+        assert_eq!(
+            check_io_chunk(true, 131_072 - 39, 32, 131_072),
+            Err(WireError::IoChunkTooBig {
+                read: true,
+                size: 131_073,
+                chunk_size: 131_072
+            })
+        );
+    }
+
+    #[test]
+    fn io_size_errors_print_c_text() {
+        use std::string::ToString;
+        let e = check_io_hdr(true, 4096 - 23, 1, 4096).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Read request failed, user message size is 4073 and header length 24, but max size is 4096"
+        );
+        assert_eq!(e.errno(), -90);
+        let e = check_io_hdr(false, 4093, 0, 4096).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Write request failed, user message size is 4093 and header length 4, but max size is 4096"
+        );
+        let e = check_io_chunk(true, 131_072 - 39, 32, 131_072).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Read request failed, message size is 131073, bigger than CHUNK_SIZE 131072"
+        );
+        let e = check_io_chunk(false, 131_072 - 35, 32, 131_072).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Write request failed, size too big 131073 > 131072"
+        );
+        assert_eq!(e.errno(), -90);
     }
 
     // ---- errors ----------------------------------------------------------
@@ -2459,6 +2552,23 @@ mod tests {
             ),
             (WireError::BadPathname { len: 0 }, -22),
             (WireError::MsgTooBig { size: 2, max: 1 }, -90),
+            (
+                WireError::IoHdrTooBig {
+                    read: true,
+                    usr_len: 1,
+                    hdr_len: 24,
+                    max: 1,
+                },
+                -90,
+            ),
+            (
+                WireError::IoChunkTooBig {
+                    read: false,
+                    size: 2,
+                    chunk_size: 1,
+                },
+                -90,
+            ),
             (WireError::BadImmType { imm_type: 3 }, -71),
             (
                 WireError::BadMsgId {
