@@ -33,7 +33,7 @@ use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
 use crate::io::{fast_reg_done, IoCtx};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
-use crate::rtrs_core::path_state::{self, ErrorRecovery};
+use crate::rtrs_core::path_state::{self, ErrorRecovery, HbAction};
 use crate::rtrs_core::proto::{
     RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgInfoReq, RtrsMsgInfoRsp, RtrsMsgRkeyRsp, RtrsPathParams,
     RtrsRbuf, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX,
@@ -831,7 +831,7 @@ impl Con {
                             let now = crate::misc::ktime_get_ns();
                             let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
                             path.hb_cur_latency_ns
-                                .store(now.saturating_sub(sent), Ordering::Relaxed);
+                                .store(path_state::hb_cur_latency(now, sent), Ordering::Relaxed);
                         }
                         if new_rkey {
                             self.recv_done(wc, iu);
@@ -1022,27 +1022,40 @@ unsafe extern "C" fn hb_work(w: *mut bindings::rtrs_rs_dwork, ctx: *mut kernel::
     // SAFETY: By the function's contract.
     let con = unsafe { &*ctx.cast::<Con>() };
     let path = con.path();
-    let missed = path.hb_missed_cnt.load(Ordering::Acquire);
-    if missed > RTRS_HB_MISSED_MAX {
-        // rtrs_clt_hb_err_handler.
-        pr_err!("{}: HB missed max reached.\n", con.sess());
-        path.error_recovery();
-        return;
-    }
-    if path.hb_missed_cnt.fetch_add(1, Ordering::AcqRel) == 0 {
-        path.hb_last_sent_ns
-            .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
-        let qp = con.qp_raw();
-        let res = if qp.is_null() {
-            Err(econnreset())
-        } else {
-            // SAFETY: `qp` is cid 0's QP, live until teardown, which stops
-            // this work first.
-            unsafe { con.post_imm_empty(qp, imm::RTRS_HB_MSG_IMM_VAL) }
-        };
-        if let Err(e) = res {
-            pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
+    let mut act = HbAction::Reschedule;
+    // A receive completion may reset the count meanwhile: the tick then
+    // runs again on the new count.
+    let _ = path
+        .hb_missed_cnt
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cnt| {
+            let (a, next) = path_state::hb_tick(cnt, RTRS_HB_MISSED_MAX);
+            act = a;
+            (a != HbAction::ErrHandler).then_some(next)
+        });
+    match act {
+        HbAction::ErrHandler => {
+            pr_err!("{}: HB missed max reached.\n", con.sess());
+            path.error_recovery();
             return;
+        }
+        HbAction::Reschedule => {}
+        HbAction::Send => {
+            path.hb_last_sent_ns
+                .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
+            let qp = con.qp_raw();
+            let res = if qp.is_null() {
+                Err(econnreset())
+            } else {
+                // SAFETY: `qp` is cid 0's QP, live until teardown, which
+                // stops this work first.
+                unsafe { con.post_imm_empty(qp, imm::RTRS_HB_MSG_IMM_VAL) }
+            };
+            if let Err(e) = res {
+                // rtrs_clt_hb_err_handler, as C: the path recovers.
+                pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
+                path.error_recovery();
+                return;
+            }
         }
     }
     let wq = path.hb_wq.load(Ordering::Acquire);

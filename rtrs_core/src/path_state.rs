@@ -398,58 +398,18 @@ pub enum HbAction {
     Send,
 }
 
-/// Heartbeat miss accounting of `struct rtrs_path` (`hb_missed_cnt`,
-/// `hb_missed_max`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RtrsHb {
-    hb_missed_cnt: u32,
-    hb_missed_max: u32,
-}
-
-impl RtrsHb {
-    /// `rtrs_init_hb` with `missed_max` (`RTRS_HB_MISSED_MAX` on the client).
-    pub const fn new(missed_max: u32) -> Self {
-        Self {
-            hb_missed_cnt: 0,
-            hb_missed_max: missed_max,
-        }
-    }
-
-    /// `hb_missed_cnt`.
-    pub const fn hb_missed_cnt(&self) -> u32 {
-        self.hb_missed_cnt
-    }
-
-    /// `hb_missed_max`.
-    pub const fn hb_missed_max(&self) -> u32 {
-        self.hb_missed_max
-    }
-
-    /// One `hb_work` tick. With a silent peer and max 5, the error fires on
-    /// the 7th tick after the last reception.
-    pub fn work(&mut self) -> HbAction {
-        if self.hb_missed_cnt > self.hb_missed_max {
-            return HbAction::ErrHandler;
-        }
-        let old = self.hb_missed_cnt;
-        self.hb_missed_cnt = old.wrapping_add(1);
-        if old != 0 {
-            HbAction::Reschedule
-        } else {
-            HbAction::Send
-        }
-    }
-
-    /// Any receive completion on any connection of the path (IO response,
-    /// HB_MSG, HB_ACK, RECV): the peer is alive.
-    pub fn received(&mut self) {
-        self.hb_missed_cnt = 0;
-    }
-
-    /// `rtrs_stop_hb`: clears the miss counter; `hb_missed_max` is kept so a
-    /// reconnected path keeps its limit.
-    pub fn stop(&mut self) {
-        self.hb_missed_cnt = 0;
+/// One run of `hb_work` on the path's `hb_missed_cnt`: what to do, and the
+/// new count. Any receive completion (IO response, HB_MSG, HB_ACK) and
+/// `rtrs_stop_hb` set the count to 0. With a silent peer and the client's
+/// maximum of 5, the error handler runs on the 7th tick after the last
+/// reception; it leaves the count as it is (the work is not rescheduled).
+pub const fn hb_tick(hb_missed_cnt: u32, hb_missed_max: u32) -> (HbAction, u32) {
+    if hb_missed_cnt > hb_missed_max {
+        (HbAction::ErrHandler, hb_missed_cnt)
+    } else if hb_missed_cnt != 0 {
+        (HbAction::Reschedule, hb_missed_cnt.wrapping_add(1))
+    } else {
+        (HbAction::Send, 1)
     }
 }
 
@@ -720,63 +680,59 @@ mod tests {
         assert!(reconnect_total_delay_ms(u32::MAX, u32::MAX) >= 1000);
     }
 
+    /// Ticks from `cnt`, as `hb_work` would run them: the actions, and the
+    /// count after them.
+    fn ticks(mut cnt: u32, max: u32, n: usize) -> (std::vec::Vec<HbAction>, u32) {
+        let mut v = std::vec::Vec::new();
+        for _ in 0..n {
+            let (a, next) = hb_tick(cnt, max);
+            v.push(a);
+            cnt = next;
+        }
+        (v, cnt)
+    }
+
     #[test]
     fn hb_silent_peer_detected_on_7th_tick() {
-        let mut hb = RtrsHb::new(RTRS_HB_MISSED_MAX);
-        let mut actions = [HbAction::Send; 7];
-        for a in actions.iter_mut() {
-            *a = hb.work();
-        }
         use HbAction::*;
+        let (actions, cnt) = ticks(0, RTRS_HB_MISSED_MAX, 7);
         assert_eq!(
             actions,
             [Send, Reschedule, Reschedule, Reschedule, Reschedule, Reschedule, ErrHandler]
         );
-        assert_eq!(hb.hb_missed_cnt(), 6);
+        assert_eq!(cnt, 6);
         // The work is not rescheduled, but repeated calls stay in error.
-        assert_eq!(hb.work(), ErrHandler);
+        assert_eq!(hb_tick(cnt, RTRS_HB_MISSED_MAX), (ErrHandler, 6));
     }
 
     #[test]
     fn hb_live_peer_sends_every_tick() {
-        let mut hb = RtrsHb::new(RTRS_HB_MISSED_MAX);
+        // Each HB_ACK (any receive) sets the count back to 0.
         for _ in 0..100 {
-            assert_eq!(hb.work(), HbAction::Send);
-            hb.received(); // HB_ACK
+            assert_eq!(hb_tick(0, RTRS_HB_MISSED_MAX), (HbAction::Send, 1));
         }
     }
 
     #[test]
-    fn hb_reset_by_any_traffic_and_stop_keeps_max() {
-        let mut hb = RtrsHb::new(RTRS_HB_MISSED_MAX);
-        for _ in 0..6 {
-            hb.work();
-        }
-        assert_eq!(hb.hb_missed_cnt(), 6);
-        hb.received(); // e.g. an IO response
-        assert_eq!(hb.hb_missed_cnt(), 0);
-        assert_eq!(hb.work(), HbAction::Send);
-        for _ in 0..5 {
-            assert_eq!(hb.work(), HbAction::Reschedule);
-        }
-        hb.stop();
-        assert_eq!(hb.hb_missed_cnt(), 0);
-        assert_eq!(hb.hb_missed_max(), RTRS_HB_MISSED_MAX);
-        // After "reconnect" the same limit applies (not 0).
-        assert_eq!(hb.work(), HbAction::Send);
-        assert_eq!(hb.work(), HbAction::Reschedule);
+    fn hb_reset_by_any_traffic() {
+        let (_, cnt) = ticks(0, RTRS_HB_MISSED_MAX, 6);
+        assert_eq!(cnt, 6);
+        // An IO response (or rtrs_stop_hb on a reconnect) resets it: the
+        // same limit applies again.
+        let (actions, _) = ticks(0, RTRS_HB_MISSED_MAX, 7);
+        assert_eq!(actions.first(), Some(&HbAction::Send));
+        assert_eq!(actions.last(), Some(&HbAction::ErrHandler));
     }
 
     #[test]
     fn hb_edge_maxima() {
-        let mut hb = RtrsHb::new(0);
-        assert_eq!(hb.work(), HbAction::Send);
-        assert_eq!(hb.work(), HbAction::ErrHandler);
-        let mut hb = RtrsHb::new(u32::MAX);
-        for _ in 0..10 {
-            hb.work();
-        }
-        assert_eq!(hb.hb_missed_cnt(), 10);
+        use HbAction::*;
+        assert_eq!(ticks(0, 0, 2).0, [Send, ErrHandler]);
+        let (actions, cnt) = ticks(0, u32::MAX, 10);
+        assert!(!actions.contains(&ErrHandler));
+        assert_eq!(cnt, 10);
+        // At u32::MAX the count wraps, as C's unsigned one does.
+        assert_eq!(hb_tick(u32::MAX, u32::MAX), (Reschedule, 0));
         assert_eq!(hb_cur_latency(1_000, 400), 600);
         assert_eq!(hb_cur_latency(i64::MIN, 1), i64::MAX);
     }
