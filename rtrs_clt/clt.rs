@@ -30,6 +30,7 @@ use kernel::types::Opaque;
 
 use crate::bindings;
 use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
+use crate::error::{econnaborted, econnreset, ehostunreach, etimedout};
 use crate::io::{fast_reg_done, IoCtx};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
@@ -45,15 +46,6 @@ use crate::verbs::{
     post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
     QpSizes,
 };
-
-/// A negative errno from its (positive) uapi value.
-fn err(code: u32) -> Error {
-    Error::from_errno(0i32.saturating_sub_unsigned(code))
-}
-
-fn econnreset() -> Error {
-    err(kernel::bindings::ECONNRESET)
-}
 
 /// Retry counts of the connect request (rtrs_rdma_route_resolved).
 const CONN_RETRY_COUNT: u8 = 7;
@@ -698,7 +690,7 @@ impl Con {
         {
             let mut inner = self.con_mutex.lock();
             if inner.destroyed {
-                return Err(err(kernel::bindings::ECONNABORTED));
+                return Err(econnaborted());
             }
             self.create_con_cq_qp(&mut inner, id)
                 .inspect_err(|e| pr_err!("{}: create_con_cq_qp(), err: {:?}\n", self.sess(), e))?;
@@ -719,7 +711,7 @@ impl Con {
             path.for_new_clt.load(Ordering::Relaxed),
         );
         let mut buf = [0u8; RtrsMsgConnReq::SIZE];
-        msg.encode(&mut buf).map_err(|_| EINVAL)?;
+        msg.encode(&mut buf)?;
         id.connect_locked(&buf, CONN_RETRY_COUNT, CONN_RNR_RETRY_COUNT)
             .inspect_err(|e| pr_err!("{}: rdma_connect_locked(): {:?}\n", self.sess(), e))
     }
@@ -771,7 +763,7 @@ impl Con {
         let errno = RtrsMsgConnRsp::reject_errno(data);
         match data {
             Some(d) if d.len() >= RtrsMsgConnRsp::SIZE => {
-                if errno == 0i32.saturating_sub_unsigned(kernel::bindings::EBUSY) {
+                if errno == EBUSY.to_errno() {
                     pr_err!(
                         "{}: Previous session is still exists on the server, please reconnect later\n",
                         self.sess()
@@ -1068,7 +1060,7 @@ impl CmHandler for Con {
     /// `rtrs_clt_rdma_cm_handler`.
     fn cm_event(&self, id: &CmIdRef<'_>, ev: &CmEvent<'_>) {
         let path = self.path();
-        let ehostunreach = 0i32.saturating_sub_unsigned(kernel::bindings::EHOSTUNREACH);
+        let ehostunreach = ehostunreach().to_errno();
         let econnreset = econnreset().to_errno();
         let cm_err = match ev.event() {
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => {
@@ -1434,7 +1426,7 @@ impl Path {
             .cm_done
             .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
         {
-            WaitResult::TimedOut => return Err(err(kernel::bindings::ETIMEDOUT)),
+            WaitResult::TimedOut => return Err(etimedout()),
             WaitResult::Interrupted => return Err(ERESTARTSYS),
             WaitResult::Done => {}
         }
@@ -1444,7 +1436,7 @@ impl Path {
         }
         if shared.state() != RtrsCltState::Connecting || cm_err != 1 {
             // Device removal.
-            return Err(err(kernel::bindings::ECONNABORTED));
+            return Err(econnaborted());
         }
         Ok(())
     }
@@ -1508,7 +1500,7 @@ impl Path {
             )?;
             let rx =
                 Iu::<InfoRspDone>::alloc(dev, rx_sz, bindings::dma_data_direction_DMA_FROM_DEVICE)?;
-            let msg = RtrsMsgInfoReq::new(sess.as_bytes()).map_err(|_| EINVAL)?;
+            let msg = RtrsMsgInfoReq::new(sess.as_bytes())?;
             tx.as_mut()
                 .fill_for_device(|buf| msg.encode(buf))
                 .map_err(|_| EINVAL)?;
@@ -1551,7 +1543,7 @@ impl Path {
         match shared.info_rsp.load(Ordering::Acquire) {
             INFO_RSP_OK if shared.state() == RtrsCltState::Connecting => {}
             INFO_RSP_NONE if shared.state() == RtrsCltState::Connecting => {
-                return Err(err(kernel::bindings::ETIMEDOUT));
+                return Err(etimedout());
             }
             _ => return Err(econnreset()),
         }

@@ -22,27 +22,13 @@ use kernel::types::Opaque;
 
 use crate::bindings;
 use crate::clt::{Con, RdmaDone};
+use crate::error::{econnaborted, emsgsize};
 use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
 use crate::sess::Kvec;
 use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu};
-
-/// A negative errno from its (positive) uapi value.
-fn errno(code: u32) -> i32 {
-    0i32.saturating_sub_unsigned(code)
-}
-
-/// -EMSGSIZE.
-pub(crate) fn emsgsize() -> Error {
-    Error::from_errno(errno(kernel::bindings::EMSGSIZE))
-}
-
-/// -ECONNABORTED.
-pub(crate) fn econnaborted() -> Error {
-    Error::from_errno(errno(kernel::bindings::ECONNABORTED))
-}
 
 /// rnbd's confirmation callback (`rtrs_clt_req_ops.conf_fn`).
 pub(crate) type ConfFn = Option<unsafe extern "C" fn(*mut c_void, c_int)>;
@@ -450,11 +436,7 @@ impl IoCtx {
             // SAFETY: The MR is ours (slot owner) and the list was mapped.
             let nr = unsafe { bindings::rtrs_rs_ib_map_mr_sg_4k(req.mr.as_ptr(), a.sg, count) };
             if nr != count {
-                let e = if nr < 0 {
-                    nr
-                } else {
-                    errno(kernel::bindings::EINVAL)
-                };
+                let e = if nr < 0 { nr } else { EINVAL.to_errno() };
                 pr_err!(
                     "{}: {} request failed, failed to map fast reg. data, err: {}\n",
                     sess,

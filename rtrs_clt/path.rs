@@ -325,7 +325,7 @@ impl SessPath {
         let sess = unsafe { self.sess.load(Ordering::Acquire).as_ref() };
         io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| match sess {
             Some(s) => s.failover_req(fr),
-            None => Err(crate::io::econnaborted()),
+            None => Err(crate::error::econnaborted()),
         });
     }
 
@@ -399,9 +399,7 @@ impl SessPath {
             return if self.shared.state() == RtrsCltState::Connected {
                 Ok(())
             } else {
-                Err(Error::from_errno(
-                    0i32.saturating_sub_unsigned(kernel::bindings::ENOTCONN),
-                ))
+                Err(Error::from_errno(crate::error::enotconn().to_errno()))
             };
         }
         Err(EBUSY)

@@ -76,6 +76,7 @@ mod sysfs;
 
 mod clt;
 mod cm;
+mod error;
 mod io;
 mod misc;
 mod path;

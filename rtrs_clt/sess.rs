@@ -21,6 +21,7 @@ use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::bindings;
 use crate::clt::{PathInfo, PathShared, RtrsCltState};
+use crate::error::{ecomm, econnaborted, econnreset, emsgsize, err_ptr};
 use crate::io::{ConfFn, ReqDesc};
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
@@ -31,10 +32,6 @@ use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SE
 use crate::rtrs_core::{imm, sysfs_fmt};
 use crate::sync::{synchronize_rcu, RcuGuard};
 use crate::verbs::DevPool;
-
-fn neg(code: u32) -> Error {
-    Error::from_errno(0i32.saturating_sub_unsigned(code))
-}
 
 // ---------------------------------------------------------------------------
 // The C types of rtrs.h
@@ -940,7 +937,7 @@ impl Sess {
                         MAX_PATHS_NUM
                     );
                     drop(e);
-                    return Err(neg(kernel::bindings::ECONNRESET));
+                    return Err(econnreset());
                 }
             }
         };
@@ -1071,9 +1068,7 @@ impl Sess {
     ) -> Result {
         let mut usr_len = 0usize;
         for v in usr {
-            usr_len = usr_len
-                .checked_add(v.iov_len)
-                .ok_or(crate::io::emsgsize())?;
+            usr_len = usr_len.checked_add(v.iov_len).ok_or(emsgsize())?;
         }
         let r = ReqDesc {
             read,
@@ -1120,7 +1115,7 @@ impl Sess {
             (v != usize::MAX).then_some(v)
         });
         let mut it = PathIt::new(policy);
-        let mut out = Err(neg(kernel::bindings::ECONNABORTED));
+        let mut out = Err(econnaborted());
         while let Some(i) = it.next_connected(&views, n, &mut cursor) {
             let Some(e) = self.paths.get(i, &guard) else {
                 continue;
@@ -1205,12 +1200,6 @@ unsafe extern "C" fn try_get_permit(ctx: *mut c_void) -> bool {
 // ---------------------------------------------------------------------------
 // The exported API (prototypes in rtrs.h; exported by rtrs_export.c)
 // ---------------------------------------------------------------------------
-
-fn err_ptr<T>(e: Error) -> *mut T {
-    let v = isize::try_from(e.to_errno()).unwrap_or(-22);
-    // An address-free pointer with the errno's value, as ERR_PTR makes.
-    core::ptr::null_mut::<u8>().wrapping_offset(v).cast()
-}
 
 /// `rtrs_clt_open`.
 ///
@@ -1434,7 +1423,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_query(clt: *mut Sess, attr: *mut RtrsAt
         return EINVAL.to_errno();
     };
     if !s.is_connected() {
-        return neg(kernel::bindings::ECOMM).to_errno();
+        return ecomm().to_errno();
     }
     attr.queue_depth = s.queue_depth;
     attr.max_segments = s.max_segments;
