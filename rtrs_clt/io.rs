@@ -397,7 +397,7 @@ impl IoCtx {
         }
         if let Err(e) = check_io_chunk(a.read, a.data_len, a.usr_len, self.layout.chunk_size()) {
             pr_warn!("{}: {}\n", sess, e);
-            return Err(Error::from_errno(e.errno()));
+            return Err(e.into());
         }
         let mut count: c_int = 0;
         if a.sg_cnt > 0 {

@@ -399,7 +399,7 @@ impl SessPath {
             return if self.shared.state() == RtrsCltState::Connected {
                 Ok(())
             } else {
-                Err(Error::from_errno(crate::error::enotconn().to_errno()))
+                Err(crate::error::enotconn())
             };
         }
         Err(EBUSY)

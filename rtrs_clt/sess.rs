@@ -1131,7 +1131,7 @@ impl Sess {
             };
             if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {
                 pr_warn!("{}: {}\n", &*self.sessname, e);
-                return Err(Error::from_errno(e.errno()));
+                return Err(e.into());
             }
             // rtrs_permit_to_clt_con.
             let cid = if r.con_type == RTRS_IO_CON {
