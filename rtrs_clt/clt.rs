@@ -32,6 +32,7 @@ use crate::bindings;
 use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach, etimedout};
 use crate::io::{fast_reg_done, IoCtx};
+use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
 use crate::rtrs_core::path_state::{self, ErrorRecovery, HbAction};
@@ -796,7 +797,7 @@ impl Con {
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
                 let msg = wc_status_msg(wc.status);
-                pr_err!("{}: RDMA failed: {}\n", self.sess(), msg);
+                pr_err_rl!("{}: RDMA failed: {}\n", self.sess(), msg);
                 path.error_recovery();
             }
             return;
@@ -830,7 +831,7 @@ impl Con {
                             return;
                         }
                     }
-                    t => pr_warn!("{}: Unknown IMM type {}\n", self.sess(), t),
+                    t => pr_warn_rl!("{}: Unknown IMM type {}\n", self.sess(), t),
                 }
                 // One receive for this IMM, one more for the SEND_WITH_INV
                 // that came before a W_INV response.
@@ -844,7 +845,7 @@ impl Con {
                         None => unsafe { post_recv_raw(wc.qp, self.io_comp_cqe.get(), 0, 0, 0) },
                     };
                     if let Err(e) = res {
-                        pr_err!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
+                        pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
                         path.error_recovery();
                         return;
                     }
@@ -863,21 +864,21 @@ impl Con {
                 }
             }
             bindings::ib_wc_opcode_IB_WC_RDMA_WRITE => {}
-            op => pr_warn!("{}: Unexpected WC type: {}\n", self.sess(), op),
+            op => pr_warn_rl!("{}: Unexpected WC type: {}\n", self.sess(), op),
         }
     }
 
     /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again.
     fn recv_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
         let Some(iu) = iu else {
-            pr_err!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
+            pr_err_rl!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
             self.path().error_recovery();
             return;
         };
         // SAFETY: The QP and the IU live until the connection is drained
         // and destroyed, which flushes this receive first.
         if let Err(e) = unsafe { iu.repost_recv(wc.qp, self.lkey()) } {
-            pr_err!("{}: post iu failed {:?}\n", self.sess(), e);
+            pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
             self.path().error_recovery();
         }
     }
@@ -886,13 +887,13 @@ impl Con {
     fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
         let path = self.path();
         let Some(iu) = iu else {
-            pr_err!("{}: rkey response without buffer\n", self.sess());
+            pr_err_rl!("{}: rkey response without buffer\n", self.sess());
             path.error_recovery();
             return;
         };
         let len = usize::try_from(wc.byte_len).unwrap_or(usize::MAX);
         if len < RtrsMsgRkeyRsp::SIZE {
-            pr_err!(
+            pr_err_rl!(
                 "{}: rkey response is malformed: size {}\n",
                 self.sess(),
                 wc.byte_len
@@ -903,7 +904,7 @@ impl Con {
         let msg = match iu.data_for_cpu().get(..len).map(RtrsMsgRkeyRsp::decode) {
             Some(Ok(m)) => m,
             _ => {
-                pr_err!("{}: rkey response is malformed\n", self.sess());
+                pr_err_rl!("{}: rkey response is malformed\n", self.sess());
                 path.error_recovery();
                 return;
             }
@@ -919,7 +920,7 @@ impl Con {
                 return;
             };
             if let Err(e) = msg.check(io.queue_depth(), msg_id) {
-                pr_err!("{}: rkey response: {}\n", self.sess(), e);
+                pr_err_rl!("{}: rkey response: {}\n", self.sess(), e);
                 path.error_recovery();
                 return;
             }
@@ -934,7 +935,7 @@ impl Con {
     fn process_io_rsp(&self, msg_id: u32, errno: i32, w_inval: bool) {
         match self.path().io() {
             Some(io) => io.process_io_rsp(self, msg_id, errno, w_inval),
-            None => pr_warn!("{}: IO response {} before IO set-up\n", self.sess(), msg_id),
+            None => pr_warn_rl!("{}: IO response {} before IO set-up\n", self.sess(), msg_id),
         }
     }
 
@@ -971,7 +972,7 @@ impl Con {
     fn send_hb_ack(&self, qp: *mut bindings::ib_qp) {
         // SAFETY: `qp` is the live QP this completion came from.
         if let Err(e) = unsafe { self.post_imm_empty(qp, imm::RTRS_HB_ACK_IMM_VAL) } {
-            pr_err!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
+            pr_err_rl!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
             self.path().error_recovery();
         }
     }
@@ -1106,7 +1107,7 @@ impl CmHandler for Con {
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => {
                 // The close work destroys the cm ids, which lets the
                 // removal complete; a connecting thread sees CLOSING.
-                pr_warn!(
+                pr_warn_rl!(
                     "{}: CM event: {}, status: {}\n",
                     self.sess(),
                     ev.event_msg(),
@@ -1173,7 +1174,7 @@ impl IuDone for InfoReqDone {
     fn done(con: &Con, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             let msg = wc_status_msg(wc.status);
-            pr_err!("{}: Path info request send failed: {}\n", con.sess(), msg);
+            pr_err_rl!("{}: Path info request send failed: {}\n", con.sess(), msg);
             con.path().change_state(RtrsCltState::ConnectingErr);
         }
     }
@@ -1190,11 +1191,11 @@ impl IuDone for InfoRspDone {
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
                 let msg = wc_status_msg(wc.status);
-                pr_err!("{}: Path info response recv failed: {}\n", con.sess(), msg);
+                pr_err_rl!("{}: Path info response recv failed: {}\n", con.sess(), msg);
             }
             path.info_rsp.store(INFO_RSP_ERR, Ordering::Release);
         } else if wc.opcode != bindings::ib_wc_opcode_IB_WC_RECV {
-            pr_err!(
+            pr_err_rl!(
                 "{}: Path info response: unexpected opcode {}\n",
                 con.sess(),
                 wc.opcode

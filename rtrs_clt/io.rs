@@ -23,6 +23,7 @@ use kernel::types::Opaque;
 use crate::bindings;
 use crate::clt::{Con, RdmaDone};
 use crate::error::{econnaborted, emsgsize};
+use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
@@ -46,7 +47,7 @@ pub(crate) unsafe extern "C" fn fast_reg_done(_cq: *mut bindings::ib_cq, wc: *mu
     let con = unsafe { &*(*wc.qp).qp_context.cast::<Con>() };
     if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
         let msg = wc_status_msg(wc.status);
-        pr_err!("{}: Failed IB_WR_REG_MR: {}\n", con.sess(), msg);
+        pr_err_rl!("{}: Failed IB_WR_REG_MR: {}\n", con.sess(), msg);
         con.path().error_recovery();
     }
 }
@@ -67,7 +68,7 @@ unsafe extern "C" fn inv_rkey_done(_cq: *mut bindings::ib_cq, wc: *mut bindings:
     let req = unsafe { &*wc.__bindgen_anon_1.wr_cqe.cast::<Req>() };
     if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
         let msg = wc_status_msg(wc.status);
-        pr_err!("{}: Failed IB_WR_LOCAL_INV: {}\n", con.sess(), msg);
+        pr_err_rl!("{}: Failed IB_WR_LOCAL_INV: {}\n", con.sess(), msg);
         con.path().error_recovery();
     }
     req.need_inval.store(false, Ordering::Release);
@@ -331,7 +332,7 @@ impl IoCtx {
             return Err(econnaborted());
         }
         if req.in_use.swap(true, Ordering::AcqRel) {
-            pr_err!("{}: request slot {} busy\n", con.sess(), a.mem_id);
+            pr_err_rl!("{}: request slot {} busy\n", con.sess(), a.mem_id);
             return Err(EBUSY);
         }
         let rbuf = RemoteChunk {
@@ -396,7 +397,7 @@ impl IoCtx {
             off = end;
         }
         if let Err(e) = check_io_chunk(a.read, a.data_len, a.usr_len, self.layout.chunk_size()) {
-            pr_warn!("{}: {}\n", sess, e);
+            pr_warn_rl!("{}: {}\n", sess, e);
             return Err(e.into());
         }
         let mut count: c_int = 0;
@@ -406,7 +407,7 @@ impl IoCtx {
             // is kept by `_dev`.
             count = unsafe { bindings::rtrs_rs_ib_dma_map_sg(self.ib_dev, a.sg, n, dir) };
             if count <= 0 {
-                pr_warn!("{}: {} request failed, dma map failed\n", sess, rw(a.read));
+                pr_warn_rl!("{}: {} request failed, dma map failed\n", sess, rw(a.read));
                 return Err(EINVAL);
             }
         }
@@ -437,7 +438,7 @@ impl IoCtx {
             let nr = unsafe { bindings::rtrs_rs_ib_map_mr_sg_4k(req.mr.as_ptr(), a.sg, count) };
             if nr != count {
                 let e = if nr < 0 { nr } else { EINVAL.to_errno() };
-                pr_err!(
+                pr_err_rl!(
                     "{}: {} request failed, failed to map fast reg. data, err: {}\n",
                     sess,
                     rw(a.read),
@@ -515,7 +516,7 @@ impl IoCtx {
         };
         let remote = remote.ok_or(EINVAL)?;
         if sges.iter().take(num_sge).any(|s| s.length == 0) {
-            pr_warn!("{}: Doing RDMA Write failed, no data supplied\n", sess);
+            pr_warn_rl!("{}: Doing RDMA Write failed, no data supplied\n", sess);
             return Err(EINVAL);
         }
         let flags = con.next_send_flags();
@@ -567,7 +568,7 @@ impl IoCtx {
             if min_inflight {
                 con.path().stats.dec_inflight();
             }
-            pr_err!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
+            pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
         }
         res
     }
@@ -585,7 +586,7 @@ impl IoCtx {
     /// `process_io_rsp`. CQ context.
     pub(crate) fn process_io_rsp(&self, con: &Con, msg_id: u32, errno: i32, w_inval: bool) {
         let Some(req) = usize::try_from(msg_id).ok().and_then(|i| self.reqs.get(i)) else {
-            pr_err!("{}: IO response for bad msg_id {}\n", con.sess(), msg_id);
+            pr_err_rl!("{}: IO response for bad msg_id {}\n", con.sess(), msg_id);
             return;
         };
         if w_inval {
@@ -614,7 +615,7 @@ impl IoCtx {
                     }
                     Err(e) => {
                         // C leaves the request hanging here; finish it.
-                        pr_err!(
+                        pr_err_rl!(
                             "{}: Send INV WR key={:#x}: {:?}\n",
                             con.sess(),
                             req.mr().rkey,
@@ -635,7 +636,7 @@ impl IoCtx {
         }
         req.in_use.store(false, Ordering::Release);
         if errno != 0 {
-            pr_err!(
+            pr_err_rl!(
                 "{}: IO {} request failed: error={}\n",
                 con.sess(),
                 if io.dir == bindings::dma_data_direction_DMA_TO_DEVICE {

@@ -15,6 +15,7 @@
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
 //! - `sync`: `struct completion`, RCU read sections, `synchronize_rcu`;
 //! - `misc`: uuid_gen, nr_cpu_ids;
+//! - `error`: C's errnos; `log`: rate-limited logging for completion context;
 //! - `clt`: one generation of a path's connections: set-up (init_conns,
 //!   create_cm, the CM handler, create_con_cq_qp, the INFO exchange), the CQ
 //!   handler of IO responses, the heartbeat, and teardown;
@@ -68,6 +69,7 @@ mod rtrs_core {
     pub mod path_state;
     pub mod policy;
     pub mod proto;
+    pub mod ratelimit;
     pub mod sysfs_fmt;
 }
 
@@ -78,6 +80,7 @@ mod clt;
 mod cm;
 mod error;
 mod io;
+mod log;
 mod misc;
 mod path;
 mod sess;

@@ -23,6 +23,7 @@ use crate::bindings;
 use crate::clt::{PathInfo, PathShared, RtrsCltState};
 use crate::error::{ecomm, econnaborted, econnreset, emsgsize, err_ptr};
 use crate::io::{ConfFn, ReqDesc};
+use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
 use crate::path::SessPath;
@@ -1130,7 +1131,7 @@ impl Sess {
                 continue;
             };
             if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {
-                pr_warn!("{}: {}\n", &*self.sessname, e);
+                pr_warn_rl!("{}: {}\n", &*self.sessname, e);
                 return Err(e.into());
             }
             // rtrs_permit_to_clt_con.

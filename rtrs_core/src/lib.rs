@@ -16,6 +16,7 @@ pub mod names;
 pub mod path_state;
 pub mod policy;
 pub mod proto;
+pub mod ratelimit;
 pub mod sysfs_fmt;
 
 #[cfg(test)]
