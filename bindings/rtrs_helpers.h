@@ -11,6 +11,8 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
+#include "rtrs_sysfs_files.h"
+
 struct completion;
 struct sockaddr_storage;
 
@@ -145,11 +147,11 @@ void rtrs_rs_path_kobj_destroy(struct rtrs_rs_path_kobj *pk);
 /* From a store on the directory's own file attr (a struct attribute). */
 void rtrs_rs_path_kobj_destroy_self(struct rtrs_rs_path_kobj *pk,
 				    const void *attr);
-/* The session's own files (rtrs-clt-sysfs.c names). */
+/* The session's own files (rtrs_sysfs_files.h); _COUNT is how many. */
+#define RTRS_RS_SA_ID(name, ID) RTRS_RS_SA_##ID,
 enum rtrs_rs_sess_attr_id {
-	RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS,
-	RTRS_RS_SA_MPATH_POLICY,
-	RTRS_RS_SA_ADD_PATH,
+	RTRS_RS_SESS_FILES(RTRS_RS_SA_ID)
+	RTRS_RS_SA_COUNT
 };
 /* Publishes the Rust session to the session files (NULL: -ENODEV). */
 void rtrs_rs_sess_dev_set_sess(struct rtrs_rs_sess_dev *sd, void *sess);
@@ -158,22 +160,12 @@ ssize_t rtrs_rs_sess_attr_show(void *sess, int id, char *buf);
 ssize_t rtrs_rs_sess_attr_store(void *sess, int id, const char *buf,
 				size_t count);
 
-/* The files of a path directory and its stats/ (rtrs-clt-sysfs.c names). */
+/* The files of a path directory and its stats/ (rtrs_sysfs_files.h). */
+#define RTRS_RS_PA_ID(name, ID) RTRS_RS_PA_##ID,
 enum rtrs_rs_path_attr_id {
-	RTRS_RS_PA_HCA_NAME,
-	RTRS_RS_PA_HCA_PORT,
-	RTRS_RS_PA_SRC_ADDR,
-	RTRS_RS_PA_DST_ADDR,
-	RTRS_RS_PA_STATE,
-	RTRS_RS_PA_CUR_LATENCY,
-	RTRS_RS_PA_CPU_MIGRATION_FROM,
-	RTRS_RS_PA_CPU_MIGRATION_TO,
-	RTRS_RS_PA_RECONNECTS,
-	RTRS_RS_PA_RDMA,
-	RTRS_RS_PA_RESET_ALL,
-	RTRS_RS_PA_RECONNECT,
-	RTRS_RS_PA_DISCONNECT,
-	RTRS_RS_PA_REMOVE_PATH,
+	RTRS_RS_PATH_FILES(RTRS_RS_PA_ID, RTRS_RS_PA_ID)
+	RTRS_RS_STATS_FILES(RTRS_RS_PA_ID)
+	RTRS_RS_PA_COUNT
 };
 /* Implemented in Rust: show and store of a path file. */
 ssize_t rtrs_rs_path_attr_show(const void *path, int id, char *buf);

@@ -61,21 +61,19 @@ static ssize_t rtrs_rs_sess_store(struct device *dev,
 		buf, count);
 }
 
-#define RS_SESS_ATTR_RW(_name, _id)					\
+/* The tables below are made from the lists of rtrs_sysfs_files.h. */
+#define RS_SESS_ATTR(_name, _ID)					\
 static struct rtrs_rs_sess_attr rtrs_rs_sa_##_name = {			\
 	.dattr = __ATTR(_name, 0644, rtrs_rs_sess_show,		\
 			rtrs_rs_sess_store),				\
-	.id = _id,							\
-}
+	.id = RTRS_RS_SA_##_ID,						\
+};
+#define RS_SESS_ATTR_PTR(_name, _ID) &rtrs_rs_sa_##_name.dattr.attr,
 
-RS_SESS_ATTR_RW(max_reconnect_attempts, RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS);
-RS_SESS_ATTR_RW(mpath_policy, RTRS_RS_SA_MPATH_POLICY);
-RS_SESS_ATTR_RW(add_path, RTRS_RS_SA_ADD_PATH);
+RTRS_RS_SESS_FILES(RS_SESS_ATTR)
 
 static struct attribute *rtrs_rs_sess_attrs[] = {
-	&rtrs_rs_sa_max_reconnect_attempts.dattr.attr,
-	&rtrs_rs_sa_mpath_policy.dattr.attr,
-	&rtrs_rs_sa_add_path.dattr.attr,
+	RTRS_RS_SESS_FILES(RS_SESS_ATTR_PTR)
 	NULL,
 };
 ATTRIBUTE_GROUPS(rtrs_rs_sess);
@@ -195,62 +193,36 @@ static ssize_t rtrs_rs_stats_store(struct kobject *kobj,
 		buf, count, &attr->attr);
 }
 
-#define RS_PATH_ATTR_RO(_name, _id)					\
+#define RS_PATH_ATTR_RO(_name, _ID)					\
 static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
 	.kattr = __ATTR(_name, 0444, rtrs_rs_path_show, NULL),		\
-	.id = _id,							\
-}
-
-#define RS_PATH_ATTR_RW(_name, _id)					\
+	.id = RTRS_RS_PA_##_ID,						\
+};
+#define RS_PATH_ATTR_RW(_name, _ID)					\
 static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
 	.kattr = __ATTR(_name, 0644, rtrs_rs_path_show,		\
 			rtrs_rs_path_store),				\
-	.id = _id,							\
-}
-
-#define RS_STATS_ATTR(_name, _id)					\
+	.id = RTRS_RS_PA_##_ID,						\
+};
+#define RS_STATS_ATTR(_name, _ID)					\
 static struct rtrs_rs_path_attr rtrs_rs_pa_##_name = {			\
 	.kattr = __ATTR(_name, 0644, rtrs_rs_stats_show,		\
 			rtrs_rs_stats_store),				\
-	.id = _id,							\
-}
+	.id = RTRS_RS_PA_##_ID,						\
+};
+#define RS_PATH_ATTR_PTR(_name, _ID) &rtrs_rs_pa_##_name.kattr.attr,
 
-RS_PATH_ATTR_RO(hca_name, RTRS_RS_PA_HCA_NAME);
-RS_PATH_ATTR_RO(hca_port, RTRS_RS_PA_HCA_PORT);
-RS_PATH_ATTR_RO(src_addr, RTRS_RS_PA_SRC_ADDR);
-RS_PATH_ATTR_RO(dst_addr, RTRS_RS_PA_DST_ADDR);
-RS_PATH_ATTR_RO(state, RTRS_RS_PA_STATE);
-RS_PATH_ATTR_RW(reconnect, RTRS_RS_PA_RECONNECT);
-RS_PATH_ATTR_RW(disconnect, RTRS_RS_PA_DISCONNECT);
-RS_PATH_ATTR_RW(remove_path, RTRS_RS_PA_REMOVE_PATH);
-RS_PATH_ATTR_RO(cur_latency, RTRS_RS_PA_CUR_LATENCY);
-
-RS_STATS_ATTR(cpu_migration_from, RTRS_RS_PA_CPU_MIGRATION_FROM);
-RS_STATS_ATTR(cpu_migration_to, RTRS_RS_PA_CPU_MIGRATION_TO);
-RS_STATS_ATTR(reconnects, RTRS_RS_PA_RECONNECTS);
-RS_STATS_ATTR(rdma, RTRS_RS_PA_RDMA);
-RS_STATS_ATTR(reset_all, RTRS_RS_PA_RESET_ALL);
+RTRS_RS_PATH_FILES(RS_PATH_ATTR_RO, RS_PATH_ATTR_RW)
+RTRS_RS_STATS_FILES(RS_STATS_ATTR)
 
 static struct attribute *rtrs_rs_path_attrs[] = {
-	&rtrs_rs_pa_hca_name.kattr.attr,
-	&rtrs_rs_pa_hca_port.kattr.attr,
-	&rtrs_rs_pa_src_addr.kattr.attr,
-	&rtrs_rs_pa_dst_addr.kattr.attr,
-	&rtrs_rs_pa_state.kattr.attr,
-	&rtrs_rs_pa_reconnect.kattr.attr,
-	&rtrs_rs_pa_disconnect.kattr.attr,
-	&rtrs_rs_pa_remove_path.kattr.attr,
-	&rtrs_rs_pa_cur_latency.kattr.attr,
+	RTRS_RS_PATH_FILES(RS_PATH_ATTR_PTR, RS_PATH_ATTR_PTR)
 	NULL,
 };
 ATTRIBUTE_GROUPS(rtrs_rs_path);
 
 static struct attribute *rtrs_rs_stats_attrs[] = {
-	&rtrs_rs_pa_cpu_migration_from.kattr.attr,
-	&rtrs_rs_pa_cpu_migration_to.kattr.attr,
-	&rtrs_rs_pa_reconnects.kattr.attr,
-	&rtrs_rs_pa_rdma.kattr.attr,
-	&rtrs_rs_pa_reset_all.kattr.attr,
+	RTRS_RS_STATS_FILES(RS_PATH_ATTR_PTR)
 	NULL,
 };
 

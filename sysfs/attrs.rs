@@ -53,6 +53,63 @@ fn trimmed(b: &[u8]) -> &BStr {
     BStr::from_bytes(b.strip_suffix(b"\n").unwrap_or(b))
 }
 
+/// A Rust enum over one of the id enums of `bindings/rtrs_sysfs_files.h`:
+/// duplicate ids do not build (`repr(u32)` discriminants), nor does a list
+/// whose length differs from the C one; the dispatch below matches the enum
+/// without a catch-all, so every file of the C list is handled.
+macro_rules! sysfs_files {
+    ($(#[$m:meta])* enum $name:ident (count $count:path) { $($variant:ident = $id:path,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy)]
+        #[repr(u32)]
+        enum $name {
+            $($variant = $id,)*
+        }
+
+        impl $name {
+            /// The file of `id`, as the C table passes it.
+            fn from_id(id: c_int) -> Option<Self> {
+                let id = u32::try_from(id).ok()?;
+                $(if id == $id {
+                    return Some(Self::$variant);
+                })*
+                None
+            }
+        }
+
+        const _: () = assert!([$($id),*].len() == $count as usize);
+    };
+}
+
+sysfs_files! {
+    /// A file of a path directory or of its stats/.
+    enum PathFile (count bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_COUNT) {
+        HcaName = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_HCA_NAME,
+        HcaPort = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_HCA_PORT,
+        SrcAddr = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_SRC_ADDR,
+        DstAddr = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DST_ADDR,
+        State = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_STATE,
+        Reconnect = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECT,
+        Disconnect = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DISCONNECT,
+        RemovePath = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_REMOVE_PATH,
+        CurLatency = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CUR_LATENCY,
+        CpuMigrationFrom = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_FROM,
+        CpuMigrationTo = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_TO,
+        Reconnects = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECTS,
+        Rdma = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RDMA,
+        ResetAll = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RESET_ALL,
+    }
+}
+
+sysfs_files! {
+    /// A file of the session directory.
+    enum SessFile (count bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_COUNT) {
+        MaxReconnectAttempts = bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS,
+        MpathPolicy = bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MPATH_POLICY,
+        AddPath = bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_ADD_PATH,
+    }
+}
+
 /// `show` of a path file (`enum rtrs_rs_path_attr_id`).
 ///
 /// # Safety
@@ -70,58 +127,45 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
     let path = sp.shared();
     // SAFETY: By the function's contract.
     let page = unsafe { page(buf) };
-    let Ok(id) = u32::try_from(id) else {
+    let Some(file) = PathFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
-    let n = match id {
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_HCA_NAME => {
+    let n = match file {
+        PathFile::HcaName => {
             let (name, _) = path.hca();
             sysfs_fmt::rtrs_clt_hca_name_show(page, name.as_bytes())
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_HCA_PORT => {
+        PathFile::HcaPort => {
             let (_, port) = path.hca();
             sysfs_fmt::rtrs_clt_hca_port_show(page, u8::try_from(port).unwrap_or(u8::MAX))
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_SRC_ADDR => {
+        PathFile::SrcAddr => {
             let s = path.src_addr();
             sysfs_fmt::rtrs_clt_src_addr_show(page, to_rtrs_sockaddr(&s).as_ref())
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DST_ADDR => {
+        PathFile::DstAddr => {
             let (_, d) = path.addrs();
             sysfs_fmt::rtrs_clt_dst_addr_show(page, to_rtrs_sockaddr(d).as_ref())
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_STATE => {
-            sysfs_fmt::rtrs_clt_state_show(page, path.state())
-        }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CUR_LATENCY => {
+        PathFile::State => sysfs_fmt::rtrs_clt_state_show(page, path.state()),
+        PathFile::CurLatency => {
             let ns = path.hb_cur_latency_ns.load(Ordering::Relaxed);
             sysfs_fmt::rtrs_clt_cur_latency_show(page, ns)
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_FROM => {
+        PathFile::CpuMigrationFrom => {
             sysfs_fmt::rtrs_clt_stats_migration_from_cnt_to_str(page, path.stats.migr_from())
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_TO => {
+        PathFile::CpuMigrationTo => {
             sysfs_fmt::rtrs_clt_stats_migration_to_cnt_to_str(page, path.stats.migr_to())
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECTS => {
+        PathFile::Reconnects => {
             sysfs_fmt::rtrs_clt_stats_reconnects_to_str(page, &path.stats.reconnects())
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RDMA => {
-            sysfs_fmt::rtrs_clt_stats_rdma_to_str(page, &path.stats.rdma())
-        }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RESET_ALL => {
-            sysfs_fmt::rtrs_clt_reset_all_help(page)
-        }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECT => {
-            sysfs_fmt::rtrs_clt_reconnect_show(page)
-        }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DISCONNECT => {
-            sysfs_fmt::rtrs_clt_disconnect_show(page)
-        }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_REMOVE_PATH => {
-            sysfs_fmt::rtrs_clt_remove_path_show(page)
-        }
-        _ => return EINVAL.to_errno() as isize,
+        PathFile::Rdma => sysfs_fmt::rtrs_clt_stats_rdma_to_str(page, &path.stats.rdma()),
+        PathFile::ResetAll => sysfs_fmt::rtrs_clt_reset_all_help(page),
+        PathFile::Reconnect => sysfs_fmt::rtrs_clt_reconnect_show(page),
+        PathFile::Disconnect => sysfs_fmt::rtrs_clt_disconnect_show(page),
+        PathFile::RemovePath => sysfs_fmt::rtrs_clt_remove_path_show(page),
     };
     shown(n)
 }
@@ -147,11 +191,11 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     let path = sp.shared();
     // SAFETY: By the function's contract.
     let b = unsafe { input(buf, count) };
-    let Ok(id) = u32::try_from(id) else {
+    let Some(file) = PathFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
-    match id {
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECT => {
+    match file {
+        PathFile::Reconnect => {
             let r = sysfs_fmt::rtrs_clt_reconnect_store(b).and_then(|()| {
                 sp.reconnect_from_sysfs()
                     .map_err(|e| sysfs_fmt::Errno::from_errno(e.to_errno()))
@@ -167,7 +211,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
             }
             return stored(r, count);
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_DISCONNECT => {
+        PathFile::Disconnect => {
             let r = sysfs_fmt::rtrs_clt_disconnect_store(b);
             match r {
                 Ok(()) => sp.disconnect_from_sysfs(),
@@ -179,7 +223,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
             }
             return stored(r, count);
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_REMOVE_PATH => {
+        PathFile::RemovePath => {
             let r = sysfs_fmt::rtrs_clt_remove_path_store(b);
             if r.is_err() {
                 pr_err!(
@@ -198,19 +242,36 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
             };
             return stored(r, count);
         }
-        _ => {}
+        // The stats files, below; the read-only ones have no store.
+        PathFile::HcaName
+        | PathFile::HcaPort
+        | PathFile::SrcAddr
+        | PathFile::DstAddr
+        | PathFile::State
+        | PathFile::CurLatency
+        | PathFile::CpuMigrationFrom
+        | PathFile::CpuMigrationTo
+        | PathFile::Reconnects
+        | PathFile::Rdma
+        | PathFile::ResetAll => {}
     }
-    let reset: fn(&crate::stats::PathStats) = match id {
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_FROM
-        | bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_CPU_MIGRATION_TO => {
+    let reset: fn(&crate::stats::PathStats) = match file {
+        PathFile::CpuMigrationFrom | PathFile::CpuMigrationTo => {
             crate::stats::PathStats::reset_cpu_migr
         }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECTS => {
-            crate::stats::PathStats::reset_reconnects
-        }
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RDMA => crate::stats::PathStats::reset_rdma,
-        bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RESET_ALL => crate::stats::PathStats::reset_all,
-        _ => return EINVAL.to_errno() as isize,
+        PathFile::Reconnects => crate::stats::PathStats::reset_reconnects,
+        PathFile::Rdma => crate::stats::PathStats::reset_rdma,
+        PathFile::ResetAll => crate::stats::PathStats::reset_all,
+        // Read-only files have no store; the others are handled above.
+        PathFile::HcaName
+        | PathFile::HcaPort
+        | PathFile::SrcAddr
+        | PathFile::DstAddr
+        | PathFile::State
+        | PathFile::CurLatency
+        | PathFile::Reconnect
+        | PathFile::Disconnect
+        | PathFile::RemovePath => return EINVAL.to_errno() as isize,
     };
     let r = sysfs_fmt::rtrs_clt_stats_store(b);
     if r.is_ok() {
@@ -235,18 +296,15 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_show(
     let sess = unsafe { &*sess.cast::<Sess>() };
     // SAFETY: By the function's contract.
     let page = unsafe { page(buf) };
-    let Ok(id) = u32::try_from(id) else {
+    let Some(file) = SessFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
-    let n = match id {
-        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS => {
+    let n = match file {
+        SessFile::MaxReconnectAttempts => {
             sysfs_fmt::max_reconnect_attempts_show(page, sess.max_reconnect_attempts())
         }
-        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MPATH_POLICY => {
-            sysfs_fmt::mpath_policy_show(page, sess.mp_policy_raw())
-        }
-        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_ADD_PATH => sysfs_fmt::add_path_show(page),
-        _ => return EINVAL.to_errno() as isize,
+        SessFile::MpathPolicy => sysfs_fmt::mpath_policy_show(page, sess.mp_policy_raw()),
+        SessFile::AddPath => sysfs_fmt::add_path_show(page),
     };
     shown(n)
 }
@@ -267,47 +325,43 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
     let sess = unsafe { &*sess.cast::<Sess>() };
     // SAFETY: By the function's contract.
     let b = unsafe { input(buf, count) };
-    let Ok(id) = u32::try_from(id) else {
+    let Some(file) = SessFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
     let name = sess.sessname();
-    let r = match id {
-        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MAX_RECONNECT_ATTEMPTS => {
-            match sysfs_fmt::kstrtoint(b, 10) {
+    let r = match file {
+        SessFile::MaxReconnectAttempts => match sysfs_fmt::kstrtoint(b, 10) {
+            Err(e) => {
+                pr_err!(
+                    "{}: max_reconnect_attempts: failed to convert string '{}' to int\n",
+                    name,
+                    trimmed(b)
+                );
+                Err(e)
+            }
+            Ok(_) => match sysfs_fmt::max_reconnect_attempts_store(b) {
+                Ok(v) => {
+                    sess.set_max_reconnect_attempts(v);
+                    Ok(())
+                }
                 Err(e) => {
                     pr_err!(
-                        "{}: max_reconnect_attempts: failed to convert string '{}' to int\n",
-                        name,
-                        trimmed(b)
-                    );
-                    Err(e)
-                }
-                Ok(_) => match sysfs_fmt::max_reconnect_attempts_store(b) {
-                    Ok(v) => {
-                        sess.set_max_reconnect_attempts(v);
-                        Ok(())
-                    }
-                    Err(e) => {
-                        pr_err!(
                             "{}: max_reconnect_attempts: invalid range (provided: '{}', accepted: min: -1, max: 9999)\n",
                             name,
                             trimmed(b)
                         );
-                        Err(e)
-                    }
-                },
-            }
-        }
-        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_MPATH_POLICY => {
-            match sysfs_fmt::mpath_policy_store(b) {
-                Ok(v) => {
-                    sess.set_mp_policy_raw(v);
-                    Ok(())
+                    Err(e)
                 }
-                Err(e) => Err(e),
+            },
+        },
+        SessFile::MpathPolicy => match sysfs_fmt::mpath_policy_store(b) {
+            Ok(v) => {
+                sess.set_mp_policy_raw(v);
+                Ok(())
             }
-        }
-        bindings::rtrs_rs_sess_attr_id_RTRS_RS_SA_ADD_PATH => {
+            Err(e) => Err(e),
+        },
+        SessFile::AddPath => {
             match sysfs_fmt::add_path_store(b, sess.port(), crate::sess::dev_ifindex) {
                 Ok(addr) => sess
                     .add_path(&addr)
@@ -315,7 +369,6 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
                 Err(e) => Err(e),
             }
         }
-        _ => Err(Errno::EINVAL),
     };
     stored(r, count)
 }
