@@ -35,10 +35,10 @@ use crate::io::{fast_reg_done, IoCtx};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
-use crate::rtrs_core::path_state::{self, ErrorRecovery, HbAction};
+use crate::rtrs_core::path_state::{self, ErrorRecovery, HbAction, RtrsCltPathLink};
 use crate::rtrs_core::proto::{
     RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgInfoReq, RtrsMsgInfoRsp, RtrsMsgRkeyRsp, RtrsPathParams,
-    RtrsRbuf, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX,
+    RtrsRbuf, WireError, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX,
     SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::stats::PathStats;
@@ -176,9 +176,6 @@ pub(crate) struct PathShared {
     pub(crate) hb_last_sent_ns: AtomicI64,
     /// `clt_path->stats`: outlives the path's sysfs files.
     pub(crate) stats: PathStats,
-    /// Set when a reconnect found the server's queue depth changed: the
-    /// owner then stops reconnecting (`reconnect_attempts = -1` in C).
-    pub(crate) qd_changed: AtomicBool,
     /// `s.hb_wq`: the workqueue of the heartbeat and recovery works.
     hb_wq: AtomicPtr<bindings::workqueue_struct>,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), set once after the
@@ -193,6 +190,11 @@ pub(crate) struct PathShared {
     all_disconnected: Completion,
     #[pin]
     inner: Mutex<PathInner>,
+    /// `established` and `reconnect_attempts` (rtrs_core's reconnect and
+    /// link-event bookkeeping). A leaf lock: taken after `Sess::paths_ev`
+    /// or `inner`, nothing under it.
+    #[pin]
+    pub(crate) link: Mutex<RtrsCltPathLink>,
 }
 
 // SAFETY: `dst_addr` and `src_addr` are plain data never written after
@@ -245,13 +247,13 @@ impl PathShared {
                 hb_missed_cnt: AtomicU32::new(0),
                 hb_cur_latency_ns: AtomicI64::new(0),
                 hb_last_sent_ns: AtomicI64::new(0),
-                qd_changed: AtomicBool::new(false),
                 hb_wq: AtomicPtr::new(core::ptr::null_mut()),
                 stats: PathStats::new()?,
                 io: AtomicPtr::new(core::ptr::null_mut()),
                 state_changed <- Completion::new(),
                 all_disconnected <- Completion::new(),
                 inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
+                link <- new_mutex!(RtrsCltPathLink::new(), "rtrs_rs_path_link"),
             }? Error),
             GFP_KERNEL,
         )
@@ -282,7 +284,7 @@ impl PathShared {
     /// `state_wq.lock`: `f` sees the current state and may change it; if
     /// another thread changed it meanwhile, `f` runs again on the new one
     /// (the moves are pure). Waiters on the state are woken on a change.
-    fn update_state<R>(&self, mut f: impl FnMut(&mut RtrsCltState) -> R) -> R {
+    pub(crate) fn update_state<R>(&self, mut f: impl FnMut(&mut RtrsCltState) -> R) -> R {
         let mut old = self.state.load(Ordering::Acquire);
         loop {
             let mut s = state_from_u8(old);
@@ -731,13 +733,12 @@ impl Con {
         let prev = pinner.params.as_ref().map_or(0, |p| p.queue_depth);
         let params = msg.path_params(prev).map_err(|e| {
             pr_err!("{}: {}\n", self.sess(), e);
-            if prev > 0 {
-                // Only a changed queue depth fails with a previous one.
+            if matches!(e, WireError::QueueDepthChanged { .. }) {
                 pr_err!(
                     "{}: Disabling auto-reconnect. Trigger a manual reconnect after issue is resolved\n",
                     self.sess()
                 );
-                path.qd_changed.store(true, Ordering::Relaxed);
+                path.link.lock().disable_auto_reconnect();
             }
             econnreset()
         })?;

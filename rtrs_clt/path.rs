@@ -16,7 +16,7 @@
 
 use core::pin::Pin;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use kernel::ffi::c_void;
 use kernel::new_mutex;
@@ -26,6 +26,7 @@ use kernel::sync::Mutex;
 use crate::bindings;
 use crate::clt::{Path, PathShared, RtrsCltState};
 use crate::io::{IoCtx, ReqDesc};
+use crate::rtrs_core::path_state::{self, ReconnectDecision, SysfsReconnect};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sess::Sess;
 use crate::sync::{synchronize_rcu, RcuGuard};
@@ -93,10 +94,9 @@ pub(crate) struct SessPath {
     wq: *mut bindings::workqueue_struct,
     /// `reconnect_delay_sec` of the session.
     reconnect_delay_sec: u32,
-    /// `reconnect_attempts` (-1: auto-reconnect disabled).
-    reconnect_attempts: AtomicI32,
-    /// `established`: counted in the session's `paths_up`.
-    established: AtomicBool,
+    /// The session's `max_reconnect_attempts` (user value) as open was
+    /// given it, for the time before the session is linked.
+    open_max_reconnect_attempts: i32,
     /// `init_mutex`.
     #[pin]
     init: Mutex<()>,
@@ -135,10 +135,9 @@ unsafe extern "C" fn err_recovery_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *m
     // SAFETY: By the function's contract.
     let sp = unsafe { &*ctx.cast::<SessPath>() };
     sp.stop_and_destroy_conns();
-    let delay = sp.reconnect_delay_sec.saturating_mul(1000).saturating_add(
-        // SAFETY: No preconditions.
-        unsafe { bindings::rtrs_rs_get_random_u32_below(RTRS_RECONNECT_SEED) },
-    );
+    // SAFETY: No preconditions.
+    let jitter = unsafe { bindings::rtrs_rs_get_random_u32_below(RTRS_RECONNECT_SEED) };
+    let delay = path_state::reconnect_delay_ms(sp.reconnect_delay_sec, jitter);
     if let Some(w) = sp.reconnect.as_ref() {
         w.queue(sp.wq, delay);
     }
@@ -180,6 +179,7 @@ impl SessPath {
         shared: Pin<KBox<PathShared>>,
         wq: *mut bindings::workqueue_struct,
         reconnect_delay_sec: u32,
+        max_reconnect_attempts: i32,
     ) -> Result<Pin<KBox<Self>>> {
         let mut sp = KBox::pin_init(
             try_pin_init!(SessPath {
@@ -188,8 +188,7 @@ impl SessPath {
                 sess: AtomicPtr::new(core::ptr::null_mut()),
                 wq,
                 reconnect_delay_sec,
-                reconnect_attempts: AtomicI32::new(0),
-                established: AtomicBool::new(false),
+                open_max_reconnect_attempts: max_reconnect_attempts,
                 init <- new_mutex!((), "rtrs_rs_init_mutex"),
                 err_recovery: None,
                 reconnect: None,
@@ -223,7 +222,8 @@ impl SessPath {
         unsafe { self.sess.load(Ordering::Acquire).as_ref() }
     }
 
-    /// Links the path to its session, once the session exists.
+    /// Links the path to its session, once the session exists. The caller
+    /// holds the path's `link` lock (see `path_up`).
     pub(crate) fn set_sess(&self, sess: *const Sess) {
         self.sess.store(sess.cast_mut(), Ordering::Release);
     }
@@ -272,31 +272,37 @@ impl SessPath {
         Ok(())
     }
 
-    /// Counted in the session's `paths_up`.
-    pub(crate) fn established(&self) -> bool {
-        self.established.load(Ordering::Acquire)
-    }
-
-    /// `rtrs_clt_path_up`. `established` first: `Sess::open` counts the
-    /// established paths when it links them (under `paths_ev`).
+    /// `rtrs_clt_path_up`. Before the session is linked the path only
+    /// marks itself established; `Sess::open` links each path under its
+    /// `link` lock and counts it if established, and the session pointer is
+    /// checked again under that lock here, so a path is never missed.
     fn path_up(&self) {
-        self.established.store(true, Ordering::Release);
-        // SAFETY: `sess` is null or the live session owning us.
-        if let Some(sess) = unsafe { self.sess.load(Ordering::Acquire).as_ref() } {
-            sess.path_up();
+        loop {
+            if let Some(sess) = self.sess() {
+                sess.path_up(&self.shared.link);
+                break;
+            }
+            let mut link = self.shared.link.lock();
+            if self.sess().is_none() {
+                path_state::path_up_unlinked(&mut link);
+                break;
+            }
         }
-        self.reconnect_attempts.store(0, Ordering::Relaxed);
         self.shared.stats.inc_reconnect(true);
     }
 
-    /// `rtrs_clt_path_down`.
+    /// `rtrs_clt_path_down` (the session pointer checked as in `path_up`).
     fn path_down(&self) {
-        if !self.established.swap(false, Ordering::AcqRel) {
-            return;
-        }
-        // SAFETY: `sess` is null or the live session owning us.
-        if let Some(sess) = unsafe { self.sess.load(Ordering::Acquire).as_ref() } {
-            sess.path_down();
+        loop {
+            if let Some(sess) = self.sess() {
+                sess.path_down(&self.shared.link);
+                return;
+            }
+            let mut link = self.shared.link.lock();
+            if self.sess().is_none() {
+                link.established = false;
+                return;
+            }
         }
     }
 
@@ -329,41 +335,40 @@ impl SessPath {
         });
     }
 
-    /// `rtrs_clt_reconnect_work`.
+    /// `rtrs_clt_reconnect_work`: rtrs_core decides whether to try.
     fn reconnect_work(&self) {
-        if self.shared.state() != RtrsCltState::Reconnecting {
-            return;
+        let max = path_state::max_reconnect_attempts_from_user(self.max_reconnect_attempts());
+        let decision = self
+            .shared
+            .link
+            .lock()
+            .reconnect_work(self.shared.state(), max);
+        match decision {
+            ReconnectDecision::NotReconnecting => return,
+            ReconnectDecision::GiveUp => {
+                self.close_conns(false);
+                return;
+            }
+            ReconnectDecision::Attempt => {}
         }
-        if self.shared.qd_changed.swap(false, Ordering::Relaxed) {
-            self.reconnect_attempts.store(-1, Ordering::Relaxed);
-        }
-        // C compares int attempts with unsigned max: -1 means "never" for
-        // max and "always exceeded" for attempts.
-        let attempts = self.reconnect_attempts.load(Ordering::Relaxed) as u32;
-        let max = self.max_reconnect_attempts() as u32;
-        if attempts >= max {
-            self.close_conns(false);
-            return;
-        }
-        self.reconnect_attempts.fetch_add(1, Ordering::Relaxed);
         // SAFETY: Process context (a work).
         unsafe { bindings::rtrs_rs_msleep(RTRS_RECONNECT_BACKOFF) };
-        let (changed, _) = self.shared.change_state_get_old(RtrsCltState::Connecting);
-        if changed && self.init_path().is_err() {
-            let (again, _) = self.shared.change_state_get_old(RtrsCltState::Reconnecting);
-            if again {
-                self.shared.stats.inc_reconnect(false);
-                if let Some(w) = self.err_recovery.as_ref() {
-                    w.queue(self.wq, 0);
-                }
+        if self.shared.change_state(RtrsCltState::Connecting)
+            && self.init_path().is_err()
+            && self.shared.update_state(path_state::reconnect_failed)
+        {
+            self.shared.stats.inc_reconnect(false);
+            if let Some(w) = self.err_recovery.as_ref() {
+                w.queue(self.wq, 0);
             }
         }
     }
 
+    /// The session's `max_reconnect_attempts`, or open's until it is linked.
     fn max_reconnect_attempts(&self) -> i32 {
-        // SAFETY: `sess` is null or the live session owning us.
-        unsafe { self.sess.load(Ordering::Acquire).as_ref() }
-            .map_or(0, |s| s.max_reconnect_attempts())
+        self.sess().map_or(self.open_max_reconnect_attempts, |s| {
+            s.max_reconnect_attempts()
+        })
     }
 
     /// `rtrs_clt_close_conns`: CLOSING, then the close work; with `wait`,
@@ -381,28 +386,25 @@ impl SessPath {
     /// if the attempt failed, -EBUSY if the path is neither down nor
     /// reconnecting.
     pub(crate) fn reconnect_from_sysfs(&self) -> Result {
-        let (changed, old) = self.shared.change_state_get_old(RtrsCltState::Reconnecting);
-        if changed {
-            // A fresh count, as C's `reconnect_attempts = 0` also overrides
-            // the -1 a changed queue depth left.
-            self.shared.qd_changed.store(false, Ordering::Relaxed);
-            self.reconnect_attempts.store(0, Ordering::Relaxed);
-            self.stop_and_destroy_conns();
-            if let Some(w) = self.reconnect.as_ref() {
-                w.queue(self.wq, 0);
+        match self.shared.update_state(path_state::sysfs_reconnect) {
+            SysfsReconnect::Busy => return Err(EBUSY),
+            SysfsReconnect::Flush => {}
+            SysfsReconnect::Started => {
+                self.shared.link.lock().sysfs_reconnect_started();
+                self.stop_and_destroy_conns();
+                if let Some(w) = self.reconnect.as_ref() {
+                    w.queue(self.wq, 0);
+                }
             }
         }
-        if changed || old == RtrsCltState::Reconnecting {
-            if let Some(w) = self.reconnect.as_ref() {
-                w.flush();
-            }
-            return if self.shared.state() == RtrsCltState::Connected {
-                Ok(())
-            } else {
-                Err(crate::error::enotconn())
-            };
+        if let Some(w) = self.reconnect.as_ref() {
+            w.flush();
         }
-        Err(EBUSY)
+        if self.shared.state() == RtrsCltState::Connected {
+            Ok(())
+        } else {
+            Err(crate::error::enotconn())
+        }
     }
 
     /// `rtrs_clt_disconnect_from_sysfs`.

@@ -37,8 +37,11 @@
 //! 4. `PathShared::inner` (`PathInner`: device, server params, rbufs);
 //! 5. `DevPool::list` (the per-device PD pool).
 //!
-//! `Sess::paths_ev` (`paths_up`) is taken alone, by `path_up`/`path_down`,
-//! which call rnbd's `link_ev` under it, as C does.
+//! `Sess::paths_ev` (`paths_up`) is taken by `path_up`/`path_down` (which
+//! call rnbd's `link_ev` under it, as C does) and by `Sess::open` when it
+//! links the paths. `PathShared::link` (a path's `established` and
+//! `reconnect_attempts`) is a leaf: taken after `paths_ev` or `inner`, or
+//! alone.
 //!
 //! No lock is taken in CQ callbacks (softirq for IRQ connections) or on the
 //! IO submission path (blk-mq, may be atomic): they use atomics, the

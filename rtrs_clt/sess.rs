@@ -28,6 +28,9 @@ use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
 use crate::path::SessPath;
 use crate::rtrs_core::names::check_sessname;
+use crate::rtrs_core::path_state::{
+    PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathLink, RtrsCltPathsUp,
+};
 use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView, PathViews};
 use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::{imm, sysfs_fmt};
@@ -596,8 +599,8 @@ pub(crate) struct Sess {
     permits: Permits,
     /// A copy of the caller's `rtrs_clt_ops` (priv, link_ev).
     ops: RtrsCltOps,
-    /// `paths_up` under `paths_ev_mutex`.
-    paths_ev: Pin<KBox<Mutex<i32>>>,
+    /// `paths_up` (rtrs_core's count) under `paths_ev_mutex`.
+    paths_ev: Pin<KBox<Mutex<RtrsCltPathsUp>>>,
     /// `mp_policy` (MP_POLICY_*), set through sysfs at any time.
     mp_policy: AtomicI32,
     /// `max_reconnect_attempts`.
@@ -613,10 +616,6 @@ pub(crate) struct Sess {
 unsafe impl Send for Sess {}
 // SAFETY: As above.
 unsafe impl Sync for Sess {}
-
-/// `RTRS_CLT_LINK_EV_RECONNECTED`, `RTRS_CLT_LINK_EV_DISCONNECTED`.
-const RTRS_CLT_LINK_EV_RECONNECTED: c_int = 0;
-const RTRS_CLT_LINK_EV_DISCONNECTED: c_int = 1;
 
 impl Sess {
     #[allow(clippy::too_many_arguments)]
@@ -663,6 +662,7 @@ impl Sess {
                 i == 0,
                 nr_poll_queues,
                 u32::from(reconnect_delay_sec),
+                i32::from(max_reconnect_attempts),
             )
             .and_then(|(e, info)| {
                 queue_depth = info.queue_depth;
@@ -683,7 +683,10 @@ impl Sess {
             for _ in 0..nr_cpu_ids() {
                 rr.push(AtomicUsize::new(usize::MAX), GFP_KERNEL)?;
             }
-            let ev = KBox::pin_init(new_mutex!(0i32, "rtrs_rs_paths_ev_mutex"), GFP_KERNEL)?;
+            let ev = KBox::pin_init(
+                new_mutex!(RtrsCltPathsUp::default(), "rtrs_rs_paths_ev_mutex"),
+                GFP_KERNEL,
+            )?;
             let list = PathList::new()?;
             Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev, list))
         });
@@ -727,19 +730,16 @@ impl Sess {
         let sess = sess?;
         let p: *const Sess = &*sess;
         {
-            // Paths that went down meanwhile are not established any more;
-            // from here on `path_up`/`path_down` keep the count.
+            // Each path is linked under its `link` lock and counted if it is
+            // established then (see `SessPath::path_up`); from here on
+            // `path_up`/`path_down` keep the count.
             let mut up = sess.paths_ev.lock();
             let g = RcuGuard::new();
-            let mut n = 0i32;
             for (_, e) in sess.paths.iter(&g) {
+                let link = e.sp.shared().link.lock();
                 e.sp.set_sess(p);
-                if e.sp.established() {
-                    n = n.saturating_add(1);
-                }
+                up.link_path(&link);
             }
-            drop(g);
-            *up = n;
         }
         if let Some(d) = sess.dev.as_ref() {
             // SAFETY: The device is registered; the boxed session outlives
@@ -761,6 +761,7 @@ impl Sess {
         first: bool,
         nr_poll_queues: u32,
         reconnect_delay_sec: u32,
+        max_reconnect_attempts: i32,
     ) -> Result<(PathEntry, PathInfo)> {
         // SAFETY: rnbd passes valid sockaddr_storage pointers (src optional).
         let dst = unsafe { a.dst.as_ref() }.ok_or(EINVAL)?;
@@ -775,7 +776,7 @@ impl Sess {
             first,
             nr_poll_queues,
         )?;
-        let sp = SessPath::new(shared, g.wq, reconnect_delay_sec)?;
+        let sp = SessPath::new(shared, g.wq, reconnect_delay_sec, max_reconnect_attempts)?;
         sp.init_path()?;
         let info = sp.shared().info().ok_or(EINVAL)?;
         let kobj = Self::create_path_files(dev, &sp)?;
@@ -816,35 +817,34 @@ impl Sess {
         pr_info!("{}: session closed\n", &*self.sessname);
     }
 
-    /// `rtrs_clt_path_up` for the session: RECONNECTED when the first path
-    /// comes back after all were down.
-    pub(crate) fn path_up(&self) {
+    /// `rtrs_clt_path_up` for the session (rtrs_core's count): RECONNECTED
+    /// to rnbd, under `paths_ev`, when the first path comes back after all
+    /// were down.
+    pub(crate) fn path_up(&self, link: &Mutex<RtrsCltPathLink>) {
         let mut up = self.paths_ev.lock();
-        *up = up.saturating_add(1);
-        if *up == 1 {
-            self.link_ev(RTRS_CLT_LINK_EV_RECONNECTED);
+        let ev = up.path_up(&mut link.lock());
+        if let Some(ev) = ev {
+            self.link_ev(ev);
         }
     }
 
     /// `rtrs_clt_path_down` for the session: DISCONNECTED when the last
     /// established path goes.
-    pub(crate) fn path_down(&self) {
+    pub(crate) fn path_down(&self, link: &Mutex<RtrsCltPathLink>) {
         let mut up = self.paths_ev.lock();
-        if *up <= 0 {
-            pr_warn!("{}: paths_up underflow\n", &*self.sessname);
-            return;
-        }
-        *up -= 1;
-        if *up == 0 {
-            self.link_ev(RTRS_CLT_LINK_EV_DISCONNECTED);
+        let ev = up.path_down(&mut link.lock());
+        match ev {
+            Ok(Some(ev)) => self.link_ev(ev),
+            Ok(None) => {}
+            Err(PathsUpUnderflow) => pr_warn!("{}: paths_up underflow\n", &*self.sessname),
         }
     }
 
-    fn link_ev(&self, ev: c_int) {
+    fn link_ev(&self, ev: RtrsCltLinkEv) {
         let ops: *const RtrsCltOps = &self.ops;
         // SAFETY: `ops` is our copy of the caller's ops; the C helper calls
         // `link_ev(priv, ev)` if it is set.
-        unsafe { bindings::rtrs_rs_call_link_ev(ops.cast(), ev) };
+        unsafe { bindings::rtrs_rs_call_link_ev(ops.cast(), ev as c_int) };
     }
 }
 
@@ -918,7 +918,12 @@ impl Sess {
                 self.paths.len() == 0,
                 0,
             )?;
-            let sp = SessPath::new(shared, g.wq, self.reconnect_delay_sec)?;
+            let sp = SessPath::new(
+                shared,
+                g.wq,
+                self.reconnect_delay_sec,
+                self.max_reconnect_attempts(),
+            )?;
             sp.set_sess(self);
             let e = KBox::new(
                 PathEntry {

@@ -9,7 +9,7 @@
 //! the caller: every function here expects the lock that guards the same
 //! fields in C (`state_wq.lock`, `paths_ev_mutex`, ...) to be held.
 
-use super::proto::{MAX_PATHS_NUM, RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
+use super::proto::RTRS_RECONNECT_SEED;
 
 // ---------------------------------------------------------------------------
 // States and transitions
@@ -169,14 +169,6 @@ pub const fn reconnect_delay_ms(reconnect_delay_sec: u32, rand: u32) -> u32 {
         .wrapping_add(rand % RTRS_RECONNECT_SEED)
 }
 
-/// Time from the end of `err_recovery_work` until `rtrs_clt_reconnect_work`
-/// tries RECONNECTING -> CONNECTING, in ms: [`reconnect_delay_ms`] plus the
-/// `RTRS_RECONNECT_BACKOFF` sleep.
-pub const fn reconnect_total_delay_ms(reconnect_delay_sec: u32, rand: u32) -> u64 {
-    (reconnect_delay_ms(reconnect_delay_sec, rand) as u64)
-        .saturating_add(RTRS_RECONNECT_BACKOFF as u64)
-}
-
 /// What `rtrs_clt_reconnect_work` decided at its start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReconnectDecision {
@@ -205,35 +197,23 @@ pub enum SysfsReconnect {
 }
 
 /// Per-path reconnect and link bookkeeping: the fields of
-/// `struct rtrs_clt_path` and of its `stats->reconnects` that the state
-/// machine touches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `struct rtrs_clt_path` that the reconnect and link-event logic touches.
+/// (The successful and failed reconnect counts are statistics, kept with
+/// the path's other counters.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RtrsCltPathLink {
-    /// `established`: the path counted in the session's `paths_up`.
+    /// `established`: the path is counted in the session's `paths_up`.
     pub established: bool,
-    /// `reconnect_attempts` (`unsigned int`).
+    /// `reconnect_attempts` (`unsigned int`; -1 is `u32::MAX`).
     pub reconnect_attempts: u32,
-    /// `stats->reconnects.successful_cnt`; starts at -1 so the first
-    /// connect reads 0.
-    pub successful_cnt: i32,
-    /// `stats->reconnects.fail_cnt`.
-    pub fail_cnt: i32,
-}
-
-impl Default for RtrsCltPathLink {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl RtrsCltPathLink {
-    /// A fresh path, as after `alloc_path` and `rtrs_clt_init_stats`.
+    /// A fresh path, as after `alloc_path`.
     pub const fn new() -> Self {
         Self {
             established: false,
             reconnect_attempts: 0,
-            successful_cnt: -1,
-            fail_cnt: 0,
         }
     }
 
@@ -260,37 +240,39 @@ impl RtrsCltPathLink {
         ReconnectDecision::Attempt
     }
 
-    /// `reconnect_again` in `rtrs_clt_reconnect_work`, after `init_path`
-    /// failed: try to move to RECONNECTING (refused if the path is now
-    /// CLOSING); on success count a failure. Returns whether the caller must
-    /// queue `err_recovery_work`.
-    pub fn reconnect_failed(&mut self, state: &mut RtrsCltState) -> bool {
-        let changed = change_state(state, RtrsCltState::Reconnecting);
-        if changed {
-            self.fail_cnt = self.fail_cnt.wrapping_add(1);
-        }
-        changed
-    }
-
-    /// The server's queue depth changed during a reconnect: C sets
+    /// The server's queue depth changed on a reconnect: C sets
     /// `reconnect_attempts = -1`, so the next reconnect work gives up and
     /// only a sysfs `reconnect` revives the path.
     pub fn disable_auto_reconnect(&mut self) {
         self.reconnect_attempts = u32::MAX;
     }
 
-    /// `rtrs_clt_reconnect_from_sysfs`: try to move to RECONNECTING and, if
-    /// that worked, reset the attempts.
-    pub fn sysfs_reconnect(&mut self, state: &mut RtrsCltState) -> SysfsReconnect {
-        let (changed, old) = change_state_get_old(state, RtrsCltState::Reconnecting);
-        if changed {
-            self.reconnect_attempts = 0;
-            SysfsReconnect::Started
-        } else if old == RtrsCltState::Reconnecting {
-            SysfsReconnect::Flush
-        } else {
-            SysfsReconnect::Busy
-        }
+    /// A sysfs `reconnect` started one ([`SysfsReconnect::Started`]): a
+    /// fresh count, which also overrides a disabled auto-reconnect.
+    pub fn sysfs_reconnect_started(&mut self) {
+        self.reconnect_attempts = 0;
+    }
+}
+
+/// `reconnect_again` in `rtrs_clt_reconnect_work`, after `init_path`
+/// failed: back to RECONNECTING (refused if the path is CLOSING now).
+/// Returns whether the caller counts a failed reconnect and queues
+/// `err_recovery_work`.
+pub fn reconnect_failed(state: &mut RtrsCltState) -> bool {
+    change_state(state, RtrsCltState::Reconnecting)
+}
+
+/// The state move of `rtrs_clt_reconnect_from_sysfs`; on
+/// [`SysfsReconnect::Started`] the caller also calls
+/// [`RtrsCltPathLink::sysfs_reconnect_started`].
+pub fn sysfs_reconnect(state: &mut RtrsCltState) -> SysfsReconnect {
+    let (changed, old) = change_state_get_old(state, RtrsCltState::Reconnecting);
+    if changed {
+        SysfsReconnect::Started
+    } else if old == RtrsCltState::Reconnecting {
+        SysfsReconnect::Flush
+    } else {
+        SysfsReconnect::Busy
     }
 }
 
@@ -307,78 +289,80 @@ pub enum RtrsCltLinkEv {
     Disconnected = 1,
 }
 
-/// The session's `paths_up` counter (guarded by `paths_ev_mutex` in C).
-///
-/// It starts at `MAX_PATHS_NUM` so that no event fires while `rtrs_clt_open`
-/// brings the paths up; once all `paths_num` paths are up it is rebased to
-/// `paths_num`. A path dropping during open prevents the rebase (C does
-/// the same: later DISCONNECTED events are then lost).
+/// `rtrs_clt_path_down` found the session's count at 0 already (C WARNs
+/// and goes to -1; here the count stays at 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RtrsCltPathsUp {
-    paths_up: i32,
-}
+pub struct PathsUpUnderflow;
 
-impl Default for RtrsCltPathsUp {
-    fn default() -> Self {
-        Self::new()
-    }
+/// The session's `paths_up` counter (guarded by `paths_ev_mutex`).
+///
+/// Unlike C, which starts it at `MAX_PATHS_NUM` and rebases it once all the
+/// paths given to `rtrs_clt_open` are up (so that a path dropping during
+/// open loses every later DISCONNECTED and RECONNECTED), the count starts
+/// when open links the session to its paths: the paths established then
+/// ([`RtrsCltPathsUp::linked`]). Paths that come up before that only mark
+/// themselves established ([`path_up_unlinked`]). No event is lost, and
+/// none fires during open, as in C.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RtrsCltPathsUp {
+    paths_up: u32,
 }
 
 impl RtrsCltPathsUp {
-    /// `clt->paths_up = MAX_PATHS_NUM`, as `alloc_clt` sets it.
-    pub const fn new() -> Self {
-        Self {
-            paths_up: MAX_PATHS_NUM as i32,
+    /// The count when `rtrs_clt_open` links the session: its established
+    /// paths.
+    pub fn linked<'a>(paths: impl IntoIterator<Item = &'a RtrsCltPathLink>) -> Self {
+        let mut up = Self::default();
+        for p in paths {
+            up.link_path(p);
+        }
+        up
+    }
+
+    /// One path of [`RtrsCltPathsUp::linked`], for a caller that reads each
+    /// path under its own lock: counted if established.
+    pub fn link_path(&mut self, path: &RtrsCltPathLink) {
+        if path.established {
+            self.paths_up = self.paths_up.saturating_add(1);
         }
     }
 
-    /// The raw counter (`clt->paths_up`).
-    pub const fn paths_up(&self) -> i32 {
+    /// The count (`clt->paths_up`).
+    pub const fn paths_up(&self) -> u32 {
         self.paths_up
     }
 
-    /// `rtrs_clt_path_up` for `path`, with the session's current
-    /// `paths_num`. Marks the path established, resets its reconnect
-    /// attempts and counts a successful connect. Returns the event to pass
-    /// to `link_ev`, if any.
-    pub fn path_up(
-        &mut self,
-        path: &mut RtrsCltPathLink,
-        paths_num: usize,
-    ) -> Option<RtrsCltLinkEv> {
-        let up = self.paths_up.wrapping_add(1);
-        self.paths_up = up;
-        let mut ev = None;
-        let all_opened = (MAX_PATHS_NUM as usize).checked_add(paths_num);
-        if up > MAX_PATHS_NUM as i32 && usize::try_from(up).ok() == all_opened {
-            // up == MAX_PATHS_NUM + paths_num fits in i32, so paths_num does.
-            self.paths_up = i32::try_from(paths_num).unwrap_or(i32::MAX);
-        } else if up == 1 {
-            ev = Some(RtrsCltLinkEv::Reconnected);
-        }
-        path.established = true;
-        path.reconnect_attempts = 0;
-        path.successful_cnt = path.successful_cnt.wrapping_add(1);
-        ev
+    /// `rtrs_clt_path_up` of a linked path: marks it established, resets its
+    /// reconnect attempts; RECONNECTED when it is the first one up.
+    pub fn path_up(&mut self, path: &mut RtrsCltPathLink) -> Option<RtrsCltLinkEv> {
+        path_up_unlinked(path);
+        self.paths_up = self.paths_up.saturating_add(1);
+        (self.paths_up == 1).then_some(RtrsCltLinkEv::Reconnected)
     }
 
-    /// `rtrs_clt_path_down` for `path`: only an established path counts;
-    /// the last one down fires DISCONNECTED.
-    ///
-    /// C WARNs if the counter is already 0 (then it goes to -1 and no event
-    /// fires); check [`RtrsCltPathsUp::paths_up`] first to do the same.
-    pub fn path_down(&mut self, path: &mut RtrsCltPathLink) -> Option<RtrsCltLinkEv> {
+    /// `rtrs_clt_path_down`: only an established path counts; DISCONNECTED
+    /// when it was the last one up.
+    pub fn path_down(
+        &mut self,
+        path: &mut RtrsCltPathLink,
+    ) -> Result<Option<RtrsCltLinkEv>, PathsUpUnderflow> {
         if !path.established {
-            return None;
+            return Ok(None);
         }
         path.established = false;
-        self.paths_up = self.paths_up.wrapping_sub(1);
         if self.paths_up == 0 {
-            Some(RtrsCltLinkEv::Disconnected)
-        } else {
-            None
+            return Err(PathsUpUnderflow);
         }
+        self.paths_up -= 1;
+        Ok((self.paths_up == 0).then_some(RtrsCltLinkEv::Disconnected))
     }
+}
+
+/// `rtrs_clt_path_up` of a path whose session is not linked yet (during
+/// `rtrs_clt_open`): established, attempts reset; no event.
+pub fn path_up_unlinked(path: &mut RtrsCltPathLink) {
+    path.established = true;
+    path.reconnect_attempts = 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -561,9 +545,8 @@ mod tests {
                     assert_eq!(link.reconnect_attempts, n);
                     assert!(change_state(&mut st, Connecting));
                     assert!(change_state(&mut st, ConnectingErr)); // init_path failed
-                    assert!(link.reconnect_failed(&mut st));
+                    assert!(reconnect_failed(&mut st));
                     assert_eq!(st, Reconnecting);
-                    assert_eq!(link.fail_cnt, n as i32);
                     if n >= limit {
                         return (n, st);
                     }
@@ -614,51 +597,62 @@ mod tests {
             link.reconnect_work(Reconnecting, u32::MAX),
             ReconnectDecision::GiveUp
         );
-        // A successful path_up resets the attempts.
-        let mut up = RtrsCltPathsUp::new();
+        // A successful path_up resets the attempts, linked or not.
+        let mut up = RtrsCltPathsUp::default();
         link.reconnect_attempts = 3;
-        up.path_up(&mut link, 1);
+        up.path_up(&mut link);
         assert_eq!(link.reconnect_attempts, 0);
+        link.reconnect_attempts = 3;
+        path_up_unlinked(&mut link);
+        assert_eq!(link.reconnect_attempts, 0);
+        // A sysfs reconnect overrides a disabled auto-reconnect.
+        link.disable_auto_reconnect();
+        link.sysfs_reconnect_started();
+        assert_eq!(
+            link.reconnect_work(Reconnecting, 2),
+            ReconnectDecision::Attempt
+        );
     }
 
     #[test]
     fn reconnect_failed_refused_when_closing() {
-        let mut link = RtrsCltPathLink::new();
         let mut st = Closing;
-        assert!(!link.reconnect_failed(&mut st));
-        assert_eq!((st, link.fail_cnt), (Closing, 0));
+        assert!(!reconnect_failed(&mut st));
+        assert_eq!(st, Closing);
+        // After a failed init_path the path is CONNECTING_ERR (or CLOSED by
+        // a close meanwhile): it goes back to RECONNECTING as the table says.
+        for s in RtrsCltState::ALL {
+            let mut st = s;
+            let moved = reconnect_failed(&mut st);
+            assert_eq!(moved, s.can_change_to(Reconnecting), "{s:?}");
+            assert_eq!(st, if moved { Reconnecting } else { s });
+        }
+        let mut st = ConnectingErr;
+        assert!(reconnect_failed(&mut st));
     }
 
     #[test]
-    fn sysfs_reconnect() {
+    fn sysfs_reconnect_moves() {
         for s in RtrsCltState::ALL {
-            let mut link = RtrsCltPathLink::new();
-            link.reconnect_attempts = 5;
             let mut st = s;
-            let r = link.sysfs_reconnect(&mut st);
+            let r = sysfs_reconnect(&mut st);
             match s {
                 Connected | ConnectingErr | Closed => {
-                    assert_eq!(
-                        (r, st, link.reconnect_attempts),
-                        (SysfsReconnect::Started, Reconnecting, 0)
-                    );
+                    assert_eq!((r, st), (SysfsReconnect::Started, Reconnecting));
                 }
-                Reconnecting => assert_eq!(
-                    (r, st, link.reconnect_attempts),
-                    (SysfsReconnect::Flush, s, 5)
-                ),
-                _ => assert_eq!(
-                    (r, st, link.reconnect_attempts),
-                    (SysfsReconnect::Busy, s, 5)
-                ),
+                Reconnecting => assert_eq!((r, st), (SysfsReconnect::Flush, s)),
+                _ => assert_eq!((r, st), (SysfsReconnect::Busy, s)),
             }
+            // Pure: the module may run it again after a race.
+            let mut again = s;
+            assert_eq!(sysfs_reconnect(&mut again), r);
         }
     }
 
     #[test]
     fn reconnect_delays() {
         assert_eq!(RTRS_RECONNECT_SEED, 8);
-        assert_eq!(RTRS_RECONNECT_BACKOFF, 1000);
+        assert_eq!(super::super::proto::RTRS_RECONNECT_BACKOFF, 1000);
         for sec in [0u32, 1, 30, 255] {
             let mut x = 0x1234_5678u32;
             for _ in 0..1000 {
@@ -667,8 +661,6 @@ mod tests {
                 x ^= x << 5;
                 let d = reconnect_delay_ms(sec, x);
                 assert!(d >= sec * 1000 && d < sec * 1000 + 8, "{sec} {d}");
-                let t = reconnect_total_delay_ms(sec, x);
-                assert_eq!(t, u64::from(d) + 1000);
             }
             assert_eq!(reconnect_delay_ms(sec, 0), sec * 1000);
             assert_eq!(reconnect_delay_ms(sec, 7), sec * 1000 + 7);
@@ -677,7 +669,6 @@ mod tests {
         }
         // Wraps like C's unsigned arithmetic rather than panicking.
         assert_eq!(reconnect_delay_ms(u32::MAX, 0), u32::MAX.wrapping_mul(1000));
-        assert!(reconnect_total_delay_ms(u32::MAX, u32::MAX) >= 1000);
     }
 
     /// Ticks from `cnt`, as `hb_work` would run them: the actions, and the
@@ -739,92 +730,93 @@ mod tests {
 
     #[test]
     fn link_events_open_then_flap() {
-        let n = 3;
-        let mut up = RtrsCltPathsUp::new();
+        // rtrs_clt_open: the paths come up before the session is linked; no
+        // events, and the count starts from the established ones.
         let mut p = [RtrsCltPathLink::new(); 3];
-        // rtrs_clt_open: no events, then rebased to paths_num.
         for l in p.iter_mut() {
-            assert_eq!(up.path_up(l, n), None);
+            path_up_unlinked(l);
             assert!(l.established);
-            assert_eq!(l.successful_cnt, 0);
         }
+        let mut up = RtrsCltPathsUp::linked(&p);
         assert_eq!(up.paths_up(), 3);
-        assert_eq!(up.path_down(&mut p[0]), None);
-        assert_eq!(up.path_down(&mut p[1]), None);
+        assert_eq!(up.path_down(&mut p[0]), Ok(None));
+        assert_eq!(up.path_down(&mut p[1]), Ok(None));
         // Not established: ignored.
-        assert_eq!(up.path_down(&mut p[1]), None);
+        assert_eq!(up.path_down(&mut p[1]), Ok(None));
         assert_eq!(up.paths_up(), 1);
-        assert_eq!(up.path_down(&mut p[2]), Some(RtrsCltLinkEv::Disconnected));
+        assert_eq!(
+            up.path_down(&mut p[2]),
+            Ok(Some(RtrsCltLinkEv::Disconnected))
+        );
         assert_eq!(up.paths_up(), 0);
-        assert_eq!(up.path_up(&mut p[1], n), Some(RtrsCltLinkEv::Reconnected));
-        assert_eq!(p[1].successful_cnt, 1);
-        assert_eq!(up.path_up(&mut p[0], n), None);
-        assert_eq!(up.path_down(&mut p[0]), None);
-        assert_eq!(up.path_down(&mut p[1]), Some(RtrsCltLinkEv::Disconnected));
+        assert_eq!(up.path_up(&mut p[1]), Some(RtrsCltLinkEv::Reconnected));
+        assert_eq!(up.path_up(&mut p[0]), None);
+        assert_eq!(up.path_down(&mut p[0]), Ok(None));
+        assert_eq!(
+            up.path_down(&mut p[1]),
+            Ok(Some(RtrsCltLinkEv::Disconnected))
+        );
     }
 
     #[test]
     fn link_events_single_path_and_close() {
-        let mut up = RtrsCltPathsUp::new();
         let mut p = RtrsCltPathLink::new();
-        assert_eq!(up.path_up(&mut p, 1), None);
+        path_up_unlinked(&mut p);
+        let mut up = RtrsCltPathsUp::linked([&p]);
         assert_eq!(up.paths_up(), 1);
         for _ in 0..3 {
-            assert_eq!(up.path_down(&mut p), Some(RtrsCltLinkEv::Disconnected));
-            assert_eq!(up.path_up(&mut p, 1), Some(RtrsCltLinkEv::Reconnected));
+            assert_eq!(up.path_down(&mut p), Ok(Some(RtrsCltLinkEv::Disconnected)));
+            assert_eq!(up.path_up(&mut p), Some(RtrsCltLinkEv::Reconnected));
         }
-        assert_eq!(p.successful_cnt, 3);
         // rtrs_clt_close also fires DISCONNECTED for the last one.
-        assert_eq!(up.path_down(&mut p), Some(RtrsCltLinkEv::Disconnected));
+        assert_eq!(up.path_down(&mut p), Ok(Some(RtrsCltLinkEv::Disconnected)));
     }
 
     #[test]
-    fn link_events_drop_during_open_loses_rebase() {
-        // C quirk: a path dropping while open brings up the others means
-        // paths_up never rebases and DISCONNECTED is lost later.
-        let mut up = RtrsCltPathsUp::new();
+    fn link_events_drop_during_open_keeps_events() {
+        // C loses every later event when a path drops while open brings up
+        // the others (paths_up never rebases); here nothing is lost.
         let mut p = [RtrsCltPathLink::new(); 2];
-        assert_eq!(up.path_up(&mut p[0], 2), None);
-        assert_eq!(up.path_down(&mut p[0]), None);
-        assert_eq!(up.path_up(&mut p[1], 2), None);
-        assert_eq!(up.paths_up(), 129);
-        assert_eq!(up.path_down(&mut p[1]), None);
+        path_up_unlinked(&mut p[0]);
+        p[0].established = false; // went down during open
+        path_up_unlinked(&mut p[1]);
+        let mut up = RtrsCltPathsUp::linked(&p);
+        assert_eq!(up.paths_up(), 1);
+        assert_eq!(
+            up.path_down(&mut p[1]),
+            Ok(Some(RtrsCltLinkEv::Disconnected))
+        );
+        assert_eq!(up.path_up(&mut p[0]), Some(RtrsCltLinkEv::Reconnected));
     }
 
     #[test]
     fn link_events_added_path_after_all_down() {
-        let mut up = RtrsCltPathsUp::new();
         let mut a = RtrsCltPathLink::new();
-        assert_eq!(up.path_up(&mut a, 1), None);
-        assert_eq!(up.path_down(&mut a), Some(RtrsCltLinkEv::Disconnected));
-        // add_path: paths_num becomes 2; the new path fires RECONNECTED.
+        path_up_unlinked(&mut a);
+        let mut up = RtrsCltPathsUp::linked([&a]);
+        assert_eq!(up.path_down(&mut a), Ok(Some(RtrsCltLinkEv::Disconnected)));
+        // add_path: the new path, linked from the start, fires RECONNECTED.
         let mut b = RtrsCltPathLink::new();
-        assert_eq!(up.path_up(&mut b, 2), Some(RtrsCltLinkEv::Reconnected));
+        assert_eq!(up.path_up(&mut b), Some(RtrsCltLinkEv::Reconnected));
     }
 
     #[test]
     fn link_events_max_paths_and_underflow() {
-        let mut up = RtrsCltPathsUp::new();
-        let mut p = RtrsCltPathLink::new();
-        for i in 0..128 {
-            assert_eq!(up.path_up(&mut p, 128), None, "{i}");
+        let mut up = RtrsCltPathsUp::default();
+        let mut p = [RtrsCltPathLink::new(); 128];
+        for (i, l) in p.iter_mut().enumerate() {
+            let ev = up.path_up(l);
+            assert_eq!(ev.is_some(), i == 0, "{i}");
         }
         assert_eq!(up.paths_up(), 128);
-        // paths_num out of range never rebases and never panics.
-        let mut up = RtrsCltPathsUp::new();
-        assert_eq!(up.path_up(&mut p, usize::MAX), None);
-        // Down with counter 0 (C WARNs): -1, no event, no panic.
-        let mut up = RtrsCltPathsUp::new();
+        // An established path going down with the count at 0: refused, the
+        // count stays at 0 and the path is no longer established.
+        let mut up = RtrsCltPathsUp::default();
         let mut q = RtrsCltPathLink::new();
         q.established = true;
-        for _ in 0..128 {
-            up.path_down(&mut RtrsCltPathLink {
-                established: true,
-                ..q
-            });
-        }
+        assert_eq!(up.path_down(&mut q), Err(PathsUpUnderflow));
         assert_eq!(up.paths_up(), 0);
-        assert_eq!(up.path_down(&mut q), None);
-        assert_eq!(up.paths_up(), -1);
+        assert!(!q.established);
+        assert_eq!(up.path_down(&mut q), Ok(None));
     }
 }
