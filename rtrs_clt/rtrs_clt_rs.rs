@@ -65,7 +65,7 @@ use kernel::sync::Arc;
 mod bindings;
 
 #[path = "../rtrs_core/src"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 mod rtrs_core {
     pub mod imm;
     pub mod names;

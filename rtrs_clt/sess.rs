@@ -21,7 +21,7 @@ use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::bindings;
 use crate::clt::{PathInfo, PathShared, RtrsCltState};
-use crate::error::{ecomm, econnaborted, econnreset, emsgsize, err_ptr};
+use crate::error::{ecomm, econnreset, emsgsize, err_ptr};
 use crate::io::{ConfFn, ReqDesc};
 use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
@@ -31,7 +31,9 @@ use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::path_state::{
     PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathLink, RtrsCltPathsUp,
 };
-use crate::rtrs_core::policy::{MpPolicy, PathIt, PathView, PathViews};
+use crate::rtrs_core::policy::{
+    counts_inflight, failover_req, MpPolicy, Offer, PathView, PathViews,
+};
 use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::{imm, sysfs_fmt};
 use crate::sync::{synchronize_rcu, RcuGuard};
@@ -554,7 +556,7 @@ struct LiveViews<'a> {
 }
 
 impl PathViews for LiveViews<'_> {
-    fn len(&self) -> usize {
+    fn paths_num(&self) -> usize {
         self.list.len()
     }
 
@@ -1110,7 +1112,7 @@ impl Sess {
             list: &self.paths,
             g: &guard,
         };
-        let n = views.len();
+        let n = views.paths_num();
         // SAFETY: No preconditions.
         let cpu = unsafe { bindings::rtrs_rs_raw_smp_processor_id() };
         let slot = usize::try_from(cpu)
@@ -1120,24 +1122,23 @@ impl Sess {
             let v = c.load(Ordering::Relaxed);
             (v != usize::MAX).then_some(v)
         });
-        let mut it = PathIt::new(policy);
-        let mut out = Err(econnaborted());
-        while let Some(i) = it.next_connected(&views, n, &mut cursor) {
+        let counted = counts_inflight(policy);
+        let out = failover_req(policy, &views, n, &mut cursor, |i| {
             let Some(e) = self.paths.get(i, &guard) else {
-                continue;
+                return Offer::Skipped;
             };
             let shared = e.sp.shared();
             // Re-checked under RCU: teardown leaves CONNECTED, then waits
             // for this section to end before it frees anything.
             if shared.state() != RtrsCltState::Connected {
-                continue;
+                return Offer::Skipped;
             }
             let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io()) else {
-                continue;
+                return Offer::Skipped;
             };
             if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {
                 pr_warn_rl!("{}: {}\n", &*self.sessname, e);
-                return Err(e.into());
+                return Offer::Abort(e.errno());
             }
             // rtrs_permit_to_clt_con.
             let cid = if r.con_type == RTRS_IO_CON {
@@ -1147,24 +1148,23 @@ impl Sess {
                 0
             };
             let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
-                continue;
+                return Offer::Skipped;
             };
-            match io.submit(con, r, policy == MpPolicy::MinInflight) {
+            match io.submit(con, r, counted) {
                 Ok(()) => {
                     if failover {
                         shared.stats.inc_failover();
                     }
-                    out = Ok(());
-                    break;
+                    Offer::Posted
                 }
-                Err(e) => out = Err(e),
+                Err(e) => Offer::Failed(e.to_errno()),
             }
-        }
+        });
         drop(guard);
         if let Some(c) = slot {
             c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
         }
-        out
+        out.map(|_| ()).map_err(Error::from_errno)
     }
 }
 

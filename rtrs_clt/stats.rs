@@ -134,7 +134,6 @@ impl PathStats {
     }
 
     /// `rtrs_clt_inc_failover_cnt`: a request failed over to this path.
-    #[allow(dead_code)]
     pub(crate) fn inc_failover(&self) {
         self.this_cpu().failover_cnt.fetch_add(1, Ordering::Relaxed);
     }

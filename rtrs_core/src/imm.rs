@@ -70,6 +70,7 @@ pub const fn rtrs_to_io_req_imm(addr: u32) -> u32 {
     rtrs_to_imm(RTRS_IO_REQ_IMM, addr)
 }
 
+#[cfg(test)]
 /// `rtrs_to_io_rsp_imm`, bit-exact with C: `|errno|` and `msg_id` are masked
 /// (so e.g. -512 reads back as 0). Use [`RtrsImm::encode`] for checked input.
 pub const fn rtrs_to_io_rsp_imm(msg_id: u32, errno: i32, w_inval: bool) -> u32 {
@@ -165,11 +166,13 @@ impl RtrsChunkLayout {
         self.chunk_size
     }
 
+    #[cfg(test)]
     /// `chunk_bits`: payload bits of the chunk id.
     pub const fn chunk_bits(&self) -> u32 {
         MAX_IMM_PAYL_BITS.saturating_sub(self.mem_bits)
     }
 
+    #[cfg(test)]
     /// `mem_bits`: payload bits of the offset.
     pub const fn mem_bits(&self) -> u32 {
         self.mem_bits
@@ -223,6 +226,7 @@ impl RtrsChunkLayout {
         }
     }
 
+    #[cfg(test)]
     /// Server-side split of an IO request payload: `(msg_id, off)`, unchecked.
     pub const fn split_io_req(&self, payload: u32) -> (u32, u32) {
         let payload = payload & MAX_IMM_PAYL_MASK;
@@ -234,6 +238,7 @@ impl RtrsChunkLayout {
     }
 }
 
+#[cfg(test)]
 /// A decoded IMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RtrsImm {
@@ -259,6 +264,7 @@ pub enum RtrsImm {
     HbAck,
 }
 
+#[cfg(test)]
 impl RtrsImm {
     /// The 4-bit IMM type of this value.
     pub const fn imm_type(&self) -> u32 {

@@ -36,6 +36,7 @@ pub enum RtrsCltState {
 }
 
 impl RtrsCltState {
+    #[cfg(test)]
     /// Every state, in C value order.
     pub const ALL: [RtrsCltState; 7] = [
         RtrsCltState::Connecting,
@@ -61,11 +62,13 @@ impl RtrsCltState {
         })
     }
 
+    #[cfg(test)]
     /// The C enum value.
     pub const fn as_raw(self) -> u32 {
         self as u32
     }
 
+    #[cfg(test)]
     /// The name the C tracepoints print for the state.
     pub const fn name(self) -> &'static str {
         match self {
@@ -151,6 +154,7 @@ pub const fn max_reconnect_attempts_from_user(value: i32) -> u32 {
     value as u32
 }
 
+#[cfg(test)]
 /// `rtrs_clt_get_max_reconnect_attempts`: the stored value read back as int.
 pub const fn max_reconnect_attempts_to_user(stored: u32) -> i32 {
     stored as i32
@@ -309,6 +313,7 @@ pub struct RtrsCltPathsUp {
 }
 
 impl RtrsCltPathsUp {
+    #[cfg(test)]
     /// The count when `rtrs_clt_open` links the session: its established
     /// paths.
     pub fn linked<'a>(paths: impl IntoIterator<Item = &'a RtrsCltPathLink>) -> Self {
@@ -327,6 +332,7 @@ impl RtrsCltPathsUp {
         }
     }
 
+    #[cfg(test)]
     /// The count (`clt->paths_up`).
     pub const fn paths_up(&self) -> u32 {
         self.paths_up

@@ -39,6 +39,7 @@ pub enum MpPolicy {
 }
 
 impl MpPolicy {
+    #[cfg(test)]
     /// Every policy, in C value order.
     pub const ALL: [MpPolicy; 3] = [MpPolicy::Rr, MpPolicy::MinInflight, MpPolicy::MinLatency];
 
@@ -122,18 +123,20 @@ impl PathSkipSet {
         }
     }
 
+    #[cfg(test)]
     /// Removes every entry (`path_it_deinit`).
     pub fn clear(&mut self) {
         self.bits = [0; SKIP_WORDS];
     }
 
     /// Number of paths in the set.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.bits
             .iter()
             .fold(0usize, |n, w| n.saturating_add(w.count_ones() as usize))
     }
 
+    #[cfg(test)]
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.bits.iter().all(|w| *w == 0)
@@ -144,18 +147,14 @@ impl PathSkipSet {
 /// may change between reads (the module reads the live list under RCU); an
 /// entry that reads `None` is skipped like a path that is not CONNECTED.
 pub trait PathViews {
-    /// `paths_num`: entries `0..len()` exist.
-    fn len(&self) -> usize;
+    /// `paths_num`: entries `0..paths_num()` exist.
+    fn paths_num(&self) -> usize;
     /// Entry `i`, if there is one.
     fn view(&self, i: usize) -> Option<PathView>;
-    /// Whether there are no entries.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl PathViews for [PathView] {
-    fn len(&self) -> usize {
+    fn paths_num(&self) -> usize {
         <[PathView]>::len(self)
     }
     fn view(&self, i: usize) -> Option<PathView> {
@@ -164,7 +163,7 @@ impl PathViews for [PathView] {
 }
 
 impl<const N: usize> PathViews for [PathView; N] {
-    fn len(&self) -> usize {
+    fn paths_num(&self) -> usize {
         N
     }
     fn view(&self, i: usize) -> Option<PathView> {
@@ -174,7 +173,7 @@ impl<const N: usize> PathViews for [PathView; N] {
 
 #[cfg(test)]
 impl PathViews for Vec<PathView> {
-    fn len(&self) -> usize {
+    fn paths_num(&self) -> usize {
         Vec::len(self)
     }
     fn view(&self, i: usize) -> Option<PathView> {
@@ -184,7 +183,7 @@ impl PathViews for Vec<PathView> {
 
 /// How many entries a policy looks at: at most `MAX_PATHS`.
 fn visible<P: PathViews + ?Sized>(paths: &P) -> usize {
-    paths.len().min(MAX_PATHS)
+    paths.paths_num().min(MAX_PATHS)
 }
 
 /// `get_next_path_rr`: the path after this CPU's `cursor` (the last path
@@ -303,16 +302,19 @@ impl PathIt {
         }
     }
 
+    #[cfg(test)]
     /// The policy this walk uses.
     pub const fn policy(&self) -> MpPolicy {
         self.policy
     }
 
+    #[cfg(test)]
     /// `it.i`: loop iterations completed so far.
     pub const fn i(&self) -> usize {
         self.i
     }
 
+    #[cfg(test)]
     /// The paths visited so far (by the policy for min-inflight and
     /// min-latency, by [`PathIt::next_connected`] for round-robin).
     pub const fn skip(&self) -> &PathSkipSet {
@@ -363,7 +365,7 @@ impl PathIt {
             if self.policy == MpPolicy::Rr && !self.skip.insert(p) {
                 // Round-robin came back to a path already visited: once
                 // every path has been, the walk is over.
-                if self.skip.len() >= visible(paths) {
+                if self.skip.count() >= visible(paths) {
                     break;
                 }
                 continue;
@@ -378,93 +380,56 @@ impl PathIt {
     }
 }
 
+/// What offering a request to one path gave (see [`failover_req`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// Posted on this path: done.
+    Posted,
+    /// The path could not take it now (it went down meanwhile, say): try
+    /// the next one, no error recorded.
+    Skipped,
+    /// Posting failed with this negative errno: try the next path.
+    Failed(i32),
+    /// The request cannot go on any path (too big, say): stop with this
+    /// negative errno.
+    Abort(i32),
+}
+
 /// `rtrs_clt_failover_req` (and the loop of `rtrs_clt_request`): offers the
 /// request to each CONNECTED path in policy order, at most `paths_num`
-/// loop iterations and each path at most once, until `issue` succeeds.
+/// loop iterations and each path at most once, until one takes it.
 ///
-/// `issue(path)` posts the request on `path` and returns `Err(-errno)` on a
-/// post failure. Returns the path that took it, or the last error
-/// (`-ECONNABORTED` if no path was tried).
+/// Returns the path that took it, or the last error: that of an
+/// [`Offer::Abort`], else of the last [`Offer::Failed`], else
+/// `-ECONNABORTED` (no path tried it).
 pub fn failover_req<P: PathViews + ?Sized>(
     policy: MpPolicy,
     paths: &P,
     paths_num: usize,
     rr_cursor: &mut Option<usize>,
-    mut issue: impl FnMut(usize) -> Result<(), i32>,
+    mut offer: impl FnMut(usize) -> Offer,
 ) -> Result<usize, i32> {
     let mut it = PathIt::new(policy);
     let mut err = -ECONNABORTED;
     while let Some(p) = it.next_connected(paths, paths_num, rr_cursor) {
-        match issue(p) {
-            Ok(()) => return Ok(p),
-            Err(e) => err = e,
+        match offer(p) {
+            Offer::Posted => return Ok(p),
+            Offer::Skipped => {}
+            Offer::Failed(e) => err = e,
+            Offer::Abort(e) => return Err(e),
         }
     }
     Err(err)
 }
 
-/// Per-request inflight accounting (`req->mp_policy` in C): the policy
-/// sampled when the request was set up, and whether the path's
-/// `stats->inflight` was incremented for it. Decrementing only what was
-/// counted keeps `inflight` exact when the policy changes during IO.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ReqInflight {
-    mp_policy: MpPolicy,
-    counted: bool,
+/// Whether a request counts in its path's `stats->inflight`: it does if the
+/// session's policy was MIN_INFLIGHT when it was issued (`req->mp_policy`),
+/// and then its completion, or a failed post, uncounts it. Deciding at
+/// issue and remembering the answer per request keeps `inflight` exact
+/// while the policy changes under IO (the 2021 fix in C).
+pub const fn counts_inflight(policy: MpPolicy) -> bool {
+    matches!(policy, MpPolicy::MinInflight)
 }
-
-impl ReqInflight {
-    /// A request slot never used.
-    pub const fn new() -> Self {
-        Self {
-            mp_policy: MpPolicy::MinInflight,
-            counted: false,
-        }
-    }
-
-    /// `rtrs_clt_init_req`: samples the session policy for a new use of the
-    /// slot. Returns `true` if the previous use was still counted (a caller
-    /// bug: its path's inflight must be decremented); the flag is cleared.
-    pub fn init(&mut self, clt_policy: MpPolicy) -> bool {
-        let stale = self.counted;
-        self.mp_policy = clt_policy;
-        self.counted = false;
-        stale
-    }
-
-    /// `rtrs_clt_update_all_stats`: returns `true` if the caller must
-    /// increment the path's `inflight` (sampled policy MIN_INFLIGHT and not
-    /// yet counted).
-    pub fn count(&mut self) -> bool {
-        let inc = self.mp_policy == MpPolicy::MinInflight && !self.counted;
-        if inc {
-            self.counted = true;
-        }
-        inc
-    }
-
-    /// Completion (`complete_rdma_req`) or post failure: returns `true` if
-    /// the caller must decrement the path's `inflight`. Only once per count.
-    pub fn uncount(&mut self) -> bool {
-        let dec = self.counted;
-        self.counted = false;
-        dec
-    }
-
-    /// The policy sampled by [`ReqInflight::init`].
-    pub const fn mp_policy(&self) -> MpPolicy {
-        self.mp_policy
-    }
-
-    /// Whether the request currently holds one unit of its path's inflight.
-    pub const fn counted(&self) -> bool {
-        self.counted
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Tests
-// ---------------------------------------------------------------------------
 
 #[cfg(test)]
 mod tests {
@@ -519,7 +484,7 @@ mod tests {
             assert!(!s.insert(i));
             assert!(s.contains(i));
         }
-        assert_eq!(s.len(), 6);
+        assert_eq!(s.count(), 6);
         assert!(!s.insert(128));
         assert!(!s.insert(usize::MAX));
         assert!(!s.contains(128));
@@ -527,10 +492,10 @@ mod tests {
         for i in 0..MAX_PATHS {
             s.insert(i);
         }
-        assert_eq!(s.len(), MAX_PATHS);
+        assert_eq!(s.count(), MAX_PATHS);
         s.clear();
         assert!(s.is_empty());
-        assert_eq!(s.len(), 0);
+        assert_eq!(s.count(), 0);
     }
 
     #[test]
@@ -659,7 +624,7 @@ mod tests {
             core::iter::from_fn(|| get_next_path_min_inflight(&paths, &mut skip)).collect();
         // Ties (2, 2) go to the earlier path; negative counts are smaller.
         assert_eq!(order, [4, 1, 3, 0, 2]);
-        assert_eq!(skip.len(), 5);
+        assert_eq!(skip.count(), 5);
     }
 
     #[test]
@@ -740,7 +705,7 @@ mod tests {
                     assert!(walk(policy, paths, paths_num, &mut cur).is_empty());
                     let mut cur = Some(usize::MAX);
                     assert_eq!(
-                        failover_req(policy, paths, paths_num, &mut cur, |_| Ok(())),
+                        failover_req(policy, paths, paths_num, &mut cur, |_| Offer::Posted),
                         Err(-ECONNABORTED)
                     );
                 }
@@ -803,7 +768,7 @@ mod tests {
             let mut seen = vec![0u32; n];
             let r = failover_req(policy, &paths, n, &mut cur, |p| {
                 seen[p] += 1;
-                Err(-(round % 100 + 1))
+                Offer::Failed(-(round % 100 + 1))
             });
             assert!(seen.iter().all(|&c| c <= 1));
             for (i, p) in paths.iter().enumerate() {
@@ -827,16 +792,16 @@ mod tests {
         let r = failover_req(MpPolicy::MinInflight, &paths, 4, &mut None, |p| {
             tries.push(p);
             if p == 3 {
-                Ok(())
+                Offer::Posted
             } else {
-                Err(-12)
+                Offer::Failed(-12)
             }
         });
         assert_eq!((r, tries.as_slice()), (Ok(3), &[2, 3][..]));
         let mut tries = Vec::new();
         let r = failover_req(MpPolicy::MinLatency, &paths, 4, &mut None, |p| {
             tries.push(p);
-            Err(-5)
+            Offer::Failed(-5)
         });
         assert_eq!((r, tries.as_slice()), (Err(-5), &[3, 0, 2][..]));
         let mut cur = Some(0);
@@ -844,9 +809,9 @@ mod tests {
         let r = failover_req(MpPolicy::Rr, &paths, 4, &mut cur, |p| {
             tries.push(p);
             if p == 0 {
-                Ok(())
+                Offer::Posted
             } else {
-                Err(-5)
+                Offer::Failed(-5)
             }
         });
         assert_eq!((r, tries.as_slice()), (Ok(0), &[2, 3, 0][..]));
@@ -854,24 +819,42 @@ mod tests {
     }
 
     #[test]
-    fn inflight_accounting_basic() {
-        let mut r = ReqInflight::new();
-        assert!(!r.init(MpPolicy::MinInflight));
-        assert!(r.count());
-        assert!(!r.count(), "counted once");
-        assert!(r.uncount());
-        assert!(!r.uncount(), "uncounted once");
-        // RR request: not counted, even if the policy flips before completion.
-        assert!(!r.init(MpPolicy::Rr));
-        assert!(!r.count());
-        assert!(!r.uncount());
-        assert_eq!(r.mp_policy(), MpPolicy::Rr);
-        // Stale count reported on re-init.
-        r.init(MpPolicy::MinInflight);
-        r.count();
-        assert!(r.counted());
-        assert!(r.init(MpPolicy::MinLatency));
-        assert!(!r.counted());
+    fn failover_skip_and_abort() {
+        let paths = [up(0, 10), up(0, 20), up(0, 30)];
+        // A skipped path records no error; the next one takes it.
+        let mut tries = Vec::new();
+        let r = failover_req(MpPolicy::MinLatency, &paths, 3, &mut None, |p| {
+            tries.push(p);
+            if p == 0 {
+                Offer::Skipped
+            } else {
+                Offer::Posted
+            }
+        });
+        assert_eq!((r, tries.as_slice()), (Ok(1), &[0, 1][..]));
+        // All skipped: -ECONNABORTED, as if none was connected.
+        let r = failover_req(MpPolicy::MinLatency, &paths, 3, &mut None, |_| {
+            Offer::Skipped
+        });
+        assert_eq!(r, Err(-ECONNABORTED));
+        // Abort stops the walk at once with its errno.
+        let mut tries = Vec::new();
+        let r = failover_req(MpPolicy::MinLatency, &paths, 3, &mut None, |p| {
+            tries.push(p);
+            if p == 0 {
+                Offer::Failed(-5)
+            } else {
+                Offer::Abort(-90)
+            }
+        });
+        assert_eq!((r, tries.as_slice()), (Err(-90), &[0, 1][..]));
+    }
+
+    #[test]
+    fn inflight_counted_only_under_min_inflight() {
+        assert!(counts_inflight(MpPolicy::MinInflight));
+        assert!(!counts_inflight(MpPolicy::Rr));
+        assert!(!counts_inflight(MpPolicy::MinLatency));
     }
 
     /// Simulated session: slots, per-path inflight, random policy flips,
@@ -888,7 +871,8 @@ mod tests {
             let mut lat = [0i64; NPATHS];
             // Per slot: Some(path) while in use, with its accounting.
             let mut slot_path: [Option<usize>; QD] = [None; QD];
-            let mut acct = [ReqInflight::new(); QD];
+            // Per slot: whether it holds one unit of its path's inflight.
+            let mut counted = [false; QD];
             let mut policy = MpPolicy::default();
             let mut cur = None;
             let (mut max_seen, mut mixed_steps, mut failovers) = (0i32, 0usize, 0usize);
@@ -913,17 +897,17 @@ mod tests {
                         let v = view(&states, &inflight, &lat);
                         let fail_mask = rng.next();
                         let r = failover_req(policy, &v, NPATHS, &mut cur, |p| {
-                            acct[slot].init(policy);
-                            if acct[slot].count() {
+                            counted[slot] = counts_inflight(policy);
+                            if counted[slot] {
                                 inflight[p] += 1;
                             }
                             if fail_mask & (1 << p) != 0 && fail_mask & 0x100 != 0 {
-                                if acct[slot].uncount() {
+                                if core::mem::take(&mut counted[slot]) {
                                     inflight[p] -= 1;
                                 }
-                                return Err(-5);
+                                return Offer::Failed(-5);
                             }
-                            Ok(())
+                            Offer::Posted
                         });
                         if let Ok(p) = r {
                             slot_path[slot] = Some(p);
@@ -933,7 +917,7 @@ mod tests {
                         // Complete a random in-flight request.
                         let slot = rng.index(QD);
                         if let Some(p) = slot_path[slot].take() {
-                            if acct[slot].uncount() {
+                            if core::mem::take(&mut counted[slot]) {
                                 inflight[p] -= 1;
                             }
                         }
@@ -946,18 +930,18 @@ mod tests {
                                 if slot_path[slot] != Some(f) {
                                     continue;
                                 }
-                                if acct[slot].uncount() {
+                                if core::mem::take(&mut counted[slot]) {
                                     inflight[f] -= 1;
                                 }
                                 slot_path[slot] = None;
                                 let v = view(&states, &inflight, &lat);
                                 let r = failover_req(policy, &v, NPATHS, &mut cur, |p| {
                                     assert_ne!(p, f);
-                                    acct[slot].init(policy);
-                                    if acct[slot].count() {
+                                    counted[slot] = counts_inflight(policy);
+                                    if counted[slot] {
                                         inflight[p] += 1;
                                     }
-                                    Ok(())
+                                    Offer::Posted
                                 });
                                 if let Ok(p) = r {
                                     slot_path[slot] = Some(p);
@@ -977,25 +961,25 @@ mod tests {
                 for (p, &n) in inflight.iter().enumerate() {
                     assert!(n >= 0);
                     let counted = (0..QD)
-                        .filter(|&s| slot_path[s] == Some(p) && acct[s].counted())
+                        .filter(|&s| slot_path[s] == Some(p) && counted[s])
                         .count();
                     assert_eq!(n as usize, counted, "seed {seed} path {p}");
                     max_seen = max_seen.max(n);
                 }
                 let in_use = |s: &usize| slot_path[*s].is_some();
-                let counted_io = (0..QD).filter(in_use).any(|s| acct[s].counted());
-                let uncounted_io = (0..QD).filter(in_use).any(|s| !acct[s].counted());
+                let counted_io = (0..QD).filter(in_use).any(|s| counted[s]);
+                let uncounted_io = (0..QD).filter(in_use).any(|s| !counted[s]);
                 mixed_steps += usize::from(counted_io && uncounted_io);
                 for s in 0..QD {
                     if slot_path[s].is_none() {
-                        assert!(!acct[s].counted());
+                        assert!(!counted[s]);
                     }
                 }
             }
             // Drain everything.
             for slot in 0..QD {
                 if let Some(p) = slot_path[slot].take() {
-                    if acct[slot].uncount() {
+                    if core::mem::take(&mut counted[slot]) {
                         inflight[p] -= 1;
                     }
                 }
@@ -1020,7 +1004,7 @@ mod tests {
     struct Holey(Vec<Option<PathView>>);
 
     impl PathViews for Holey {
-        fn len(&self) -> usize {
+        fn paths_num(&self) -> usize {
             self.0.len()
         }
         fn view(&self, i: usize) -> Option<PathView> {
@@ -1041,7 +1025,7 @@ mod tests {
             let mut cur = None;
             let mut it = PathIt::new(policy);
             let mut got = Vec::new();
-            while let Some(p) = it.next_connected(&src, src.len(), &mut cur) {
+            while let Some(p) = it.next_connected(&src, src.paths_num(), &mut cur) {
                 got.push(p);
             }
             got.sort_unstable();
@@ -1053,6 +1037,6 @@ mod tests {
             get_next_path_min_latency(&src, &mut PathSkipSet::new()),
             Some(2)
         );
-        assert!(!src.is_empty());
+        assert!(src.paths_num() > 0);
     }
 }

@@ -22,6 +22,7 @@ pub const RTRS_PROTO_VER_MAJOR: u16 = 2;
 pub const RTRS_PROTO_VER_MINOR: u16 = 0;
 /// `RTRS_PROTO_VER`: `(major << 8) | minor`, sent in conn req/rsp.
 pub const RTRS_PROTO_VER: u16 = (RTRS_PROTO_VER_MAJOR << 8) | RTRS_PROTO_VER_MINOR;
+#[cfg(test)]
 /// `RTRS_PROTO_VER_STRING`.
 pub const RTRS_PROTO_VER_STRING: &str = "2.0";
 /// `RTRS_MAGIC`, first field of conn req/rsp (wire bytes `BD 1B`).
@@ -33,6 +34,7 @@ pub const MAX_SESS_QUEUE_DEPTH: u32 = 65535;
 pub const SERVICE_CON_QUEUE_DEPTH: u32 = 512;
 /// `MAX_PATHS_NUM`: max paths per session.
 pub const MAX_PATHS_NUM: u32 = 128;
+#[cfg(test)]
 /// `MIN_CHUNK_SIZE`: lower bound of the server's `max_chunk_size`.
 pub const MIN_CHUNK_SIZE: u32 = 8192;
 /// `RTRS_HB_INTERVAL_MS`: heartbeat period.
@@ -46,6 +48,7 @@ pub const RTRS_CONNECT_TIMEOUT_MS: u32 = 30000;
 pub const RTRS_RECONNECT_BACKOFF: u32 = 1000;
 /// `RTRS_RECONNECT_SEED` (rtrs-clt.c): extra random delay is 0..SEED-1 ms.
 pub const RTRS_RECONNECT_SEED: u32 = 8;
+#[cfg(test)]
 /// `FIRST_CONN` (rtrs-clt.c): value of the conn req `first_conn` bit.
 pub const FIRST_CONN: u8 = 0x01;
 /// `RTRS_MAX_SEGMENTS` (rtrs-clt.c): initial max_segments / pages per MR.
@@ -53,12 +56,16 @@ pub const RTRS_MAX_SEGMENTS: u32 = 128;
 
 /// `NAME_MAX`: size of the info req pathname array.
 pub const NAME_MAX: usize = 255;
+#[cfg(test)]
 /// Largest `cid_num` the 6.12 server accepts in a conn req.
 pub const SRV_MAX_CON_NUM: u16 = 4096;
+#[cfg(test)]
 /// Server default `max_chunk_size` (rtrs-srv.c).
 pub const SRV_DEFAULT_MAX_CHUNK_SIZE: u32 = 128 << 10;
+#[cfg(test)]
 /// Server default `sess_queue_depth` (rtrs-srv.c).
 pub const SRV_DEFAULT_SESS_QUEUE_DEPTH: u32 = 512;
+#[cfg(test)]
 /// Server `MAX_HDR_SIZE` (PAGE_SIZE on 4K-page hosts).
 pub const SRV_MAX_HDR_SIZE: u32 = 4096;
 
@@ -77,6 +84,7 @@ pub mod errno {
     pub const EMSGSIZE: i32 = 90;
     /// Connection reset by peer.
     pub const ECONNRESET: i32 = 104;
+    #[cfg(test)]
     /// Device or resource busy.
     pub const EBUSY: i32 = 16;
 }
@@ -445,6 +453,7 @@ fn rd<const N: usize>(buf: &[u8], off: usize) -> Result<[u8; N], WireError> {
         .ok_or(WireError::Truncated { need: end, have })
 }
 
+#[cfg(test)]
 fn rd_u8(buf: &[u8], off: usize) -> Result<u8, WireError> {
     rd::<1>(buf, off).map(|b| b[0])
 }
@@ -608,16 +617,19 @@ impl<'a> RtrsSgDescs<'a> {
         Ok(Self { raw })
     }
 
+    #[cfg(test)]
     /// Number of descriptors.
     pub fn len(&self) -> usize {
         self.raw.len() / RtrsSgDesc::SIZE
     }
 
+    #[cfg(test)]
     /// True if there are no descriptors.
     pub fn is_empty(&self) -> bool {
         self.raw.is_empty()
     }
 
+    #[cfg(test)]
     /// Descriptor `i`, or `None` if out of range.
     pub fn get(&self, i: usize) -> Option<RtrsSgDesc> {
         let start = i.checked_mul(RtrsSgDesc::SIZE)?;
@@ -676,6 +688,7 @@ fn encode_descs(descs: &[RtrsSgDesc], buf: &mut [u8], off: usize) -> Result<usiz
     Ok(pos)
 }
 
+#[cfg(test)]
 /// Turns a descriptor count into the le16 sg_cnt field.
 fn sg_cnt_of(descs: &[RtrsSgDesc]) -> Result<u16, WireError> {
     u16::try_from(descs.len()).map_err(|_| WireError::TooManyDescs {
@@ -763,6 +776,7 @@ impl RtrsMsgConnReq {
         Ok(Self::SIZE)
     }
 
+    #[cfg(test)]
     /// Reads a request; checks length, magic and major version as the server does.
     pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
         need_in(buf, Self::SIZE)?;
@@ -791,6 +805,7 @@ impl RtrsMsgConnReq {
         })
     }
 
+    #[cfg(test)]
     /// The 6.12 server's sanity checks: `cid_num <= 4096` and `cid < cid_num`.
     pub const fn check_cids(&self) -> Result<(), WireError> {
         if self.cid_num > SRV_MAX_CON_NUM || self.cid >= self.cid_num {
@@ -856,6 +871,7 @@ impl RtrsMsgConnRsp {
     /// Wire size.
     pub const SIZE: usize = 56;
 
+    #[cfg(test)]
     /// An accept as the server builds it.
     pub const fn accept(queue_depth: u16, max_io_size: u32, max_hdr_size: u32, flags: u32) -> Self {
         Self {
@@ -870,6 +886,7 @@ impl RtrsMsgConnRsp {
         }
     }
 
+    #[cfg(test)]
     /// A reject as the server builds it (only magic, version, errno set).
     pub const fn reject(errno: i16) -> Self {
         let mut m = Self::accept(0, 0, 0, 0);
@@ -877,6 +894,7 @@ impl RtrsMsgConnRsp {
         m
     }
 
+    #[cfg(test)]
     /// Writes the message; returns bytes written.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, WireError> {
         need_out(buf, Self::SIZE)?;
@@ -937,6 +955,7 @@ impl RtrsMsgConnRsp {
         }
     }
 
+    #[cfg(test)]
     /// True if [`RTRS_MSG_NEW_RKEY_F`] is set.
     pub const fn new_rkey(&self) -> bool {
         self.flags & RTRS_MSG_NEW_RKEY_F != 0
@@ -1023,6 +1042,7 @@ impl RtrsMsgInfoReq {
         })
     }
 
+    #[cfg(test)]
     /// Session name up to the first NUL.
     pub fn pathname(&self) -> &[u8] {
         let end = self
@@ -1042,6 +1062,7 @@ impl RtrsMsgInfoReq {
         Ok(Self::SIZE)
     }
 
+    #[cfg(test)]
     /// Reads a request; checks length and type.
     pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
         need_in(buf, Self::SIZE)?;
@@ -1084,6 +1105,7 @@ impl RtrsMsgInfoRsp {
         with_descs(Self::SIZE, queue_depth)
     }
 
+    #[cfg(test)]
     /// Writes the header only; returns bytes written.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, WireError> {
         need_out(buf, Self::SIZE)?;
@@ -1093,6 +1115,7 @@ impl RtrsMsgInfoRsp {
         Ok(Self::SIZE)
     }
 
+    #[cfg(test)]
     /// Writes header + `descs` (sg_cnt = `descs.len()`); returns bytes written.
     pub fn encode_with_descs(descs: &[RtrsSgDesc], buf: &mut [u8]) -> Result<usize, WireError> {
         let sg_cnt = sg_cnt_of(descs)?;
@@ -1236,6 +1259,7 @@ impl RtrsMsgRkeyRsp {
     /// Wire size.
     pub const SIZE: usize = 8;
 
+    #[cfg(test)]
     /// Writes the message; returns bytes written.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, WireError> {
         need_out(buf, Self::SIZE)?;
@@ -1354,6 +1378,7 @@ impl RtrsMsgRdmaRead {
         }
     }
 
+    #[cfg(test)]
     /// Reads the header; checks length and type.
     pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
         need_in(buf, Self::SIZE)?;
@@ -1365,6 +1390,7 @@ impl RtrsMsgRdmaRead {
         })
     }
 
+    #[cfg(test)]
     /// Reads header + descriptors; `buf` must hold all `sg_cnt` of them.
     pub fn decode_with_descs(buf: &[u8]) -> Result<(Self, RtrsSgDescs<'_>), WireError> {
         let hdr = Self::decode(buf)?;
@@ -1398,6 +1424,7 @@ impl RtrsMsgRdmaWrite {
         Ok(Self::SIZE)
     }
 
+    #[cfg(test)]
     /// Reads the message; checks length and type.
     pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
         need_in(buf, Self::SIZE)?;
@@ -1408,6 +1435,7 @@ impl RtrsMsgRdmaWrite {
     }
 }
 
+#[cfg(test)]
 /// `struct rtrs_msg_rdma_hdr`: the le16 type every in-band message starts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RtrsMsgRdmaHdr {
@@ -1415,10 +1443,13 @@ pub struct RtrsMsgRdmaHdr {
     pub msg_type: RtrsMsgType,
 }
 
+#[cfg(test)]
 impl RtrsMsgRdmaHdr {
+    #[cfg(test)]
     /// Wire size.
     pub const SIZE: usize = 2;
 
+    #[cfg(test)]
     /// Writes the message; returns bytes written.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, WireError> {
         need_out(buf, Self::SIZE)?;
@@ -1426,6 +1457,7 @@ impl RtrsMsgRdmaHdr {
         Ok(Self::SIZE)
     }
 
+    #[cfg(test)]
     /// Reads the type; unknown values give [`WireError::BadType`].
     pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
         need_in(buf, Self::SIZE)?;

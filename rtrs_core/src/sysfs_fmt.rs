@@ -30,6 +30,7 @@ pub const ERANGE: i32 = 34;
 /// `EPROTONOSUPPORT`: address prefix other than `ip:` or `gid:`.
 pub const EPROTONOSUPPORT: i32 = 93;
 
+#[cfg(test)]
 /// Size of the page a sysfs show writes into (x86_64 `PAGE_SIZE`).
 pub const PAGE_SIZE: usize = 4096;
 
@@ -78,15 +79,17 @@ impl<'a> Writer<'a> {
     }
 
     /// Number of bytes stored so far (what a show function returns).
-    pub fn len(&self) -> usize {
+    pub fn written(&self) -> usize {
         self.len
     }
 
+    #[cfg(test)]
     /// True when nothing has been stored.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    #[cfg(test)]
     /// The bytes stored so far.
     pub fn as_bytes(&self) -> &[u8] {
         self.buf.get(..self.len).unwrap_or(&[])
@@ -120,7 +123,7 @@ pub fn sysfs_emit(buf: &mut [u8], args: fmt::Arguments<'_>) -> usize {
     let mut w = Writer::new(buf);
     // Writer::write_str never fails; truncation is silent.
     let _ = w.write_fmt(args);
-    w.len()
+    w.written()
 }
 
 // ---------------------------------------------------------------------------
@@ -306,6 +309,7 @@ pub fn kstrtouint(s: &[u8], base: u32) -> Result<u32, Errno> {
     u32::try_from(kstrtoull(s, base)?).map_err(|_| Errno::ERANGE)
 }
 
+#[cfg(test)]
 /// `kstrtou16`: [`kstrtoull`] limited to `u16` (-ERANGE outside).
 pub fn kstrtou16(s: &[u8], base: u32) -> Result<u16, Errno> {
     u16::try_from(kstrtoull(s, base)?).map_err(|_| Errno::ERANGE)
@@ -431,6 +435,7 @@ fn split_src_dst(cs: &[u8], len: usize) -> SrcDst<'_> {
     }
 }
 
+#[cfg(test)]
 /// The `[src@|,]dst` split of an `add_path` write, as address strings:
 /// `(source, destination)`. The source may hold a '\n' when the newline
 /// comes before the separator (C does not cut it there); the destination is
@@ -464,8 +469,10 @@ pub const AF_INET6: u16 = 10;
 pub const AF_IB: u16 = 27;
 /// `RDMA_IB_IP_PS_IB`: port space of an IB service ID (`sib_sid`).
 pub const RDMA_IB_IP_PS_IB: u64 = 0x0000_0000_013F_0000;
+#[cfg(test)]
 /// `sib_sid_mask` set for a "gid:" address.
 pub const RTRS_IB_SID_MASK: u64 = u64::MAX;
+#[cfg(test)]
 /// `sib_pkey` set for a "gid:" address.
 pub const RTRS_IB_PKEY: u16 = 0xffff;
 /// `INET_ADDRSTRLEN`: longest text `inet4_pton` takes.
@@ -745,6 +752,7 @@ where
     })
 }
 
+#[cfg(test)]
 /// `rtrs_str_to_sockaddr`: one address `gid:<gid>` or `ip:<ipv4|ipv6>`.
 /// `addr` is read as a C string; `len` bounds the text after the prefix (as
 /// in C, a `len` shorter than the prefix wraps and reads to the NUL).
@@ -914,13 +922,14 @@ fn write_sockaddr(w: &mut Writer<'_>, addr: Option<&RtrsSockaddr>) {
     }
 }
 
+#[cfg(test)]
 /// `sockaddr_to_str`: `gid:<full GID>`, `ip:<ipv4>`, `ip:<compressed ipv6>`
 /// (no port, no scope); `None` stands for any other family and prints
 /// `<invalid address family>`.
 pub fn sockaddr_to_str(buf: &mut [u8], addr: Option<&RtrsSockaddr>) -> usize {
     let mut w = Writer::new(buf);
     write_sockaddr(&mut w, addr);
-    w.len()
+    w.written()
 }
 
 /// `rtrs_addr_to_str`: "src@dst", the name of a path directory. C uses a
@@ -935,7 +944,7 @@ pub fn rtrs_addr_to_str(
     write_sockaddr(&mut w, src);
     w.write_bytes(b"@");
     write_sockaddr(&mut w, dst);
-    w.len()
+    w.written()
 }
 
 // ---------------------------------------------------------------------------
@@ -955,7 +964,7 @@ pub fn rtrs_clt_state_show(buf: &mut [u8], state: RtrsCltState) -> usize {
     };
     let mut w = Writer::new(buf);
     w.write_bytes(text);
-    w.len()
+    w.written()
 }
 
 fn usage_echo_1(buf: &mut [u8], attr_name: &str) -> usize {
@@ -1013,7 +1022,7 @@ pub fn rtrs_clt_hca_name_show(buf: &mut [u8], hca_name: &[u8]) -> usize {
     let mut w = Writer::new(buf);
     w.write_bytes(c_str(hca_name));
     w.write_bytes(b"\n");
-    w.len()
+    w.written()
 }
 
 /// Path `cur_latency` show: the heartbeat round trip in ns, then " ns\n".
@@ -1026,7 +1035,7 @@ pub fn rtrs_clt_src_addr_show(buf: &mut [u8], addr: Option<&RtrsSockaddr>) -> us
     let mut w = Writer::new(buf);
     write_sockaddr(&mut w, addr);
     w.write_bytes(b"\n");
-    w.len()
+    w.written()
 }
 
 /// Path `dst_addr` show: [`sockaddr_to_str`] and a newline.
@@ -1087,7 +1096,7 @@ fn migration_cnt_to_str<I: IntoIterator<Item = i32>>(buf: &mut [u8], per_cpu: I)
         let _ = write!(w, "{} ", v);
     }
     w.write_bytes(b"\n");
-    w.len()
+    w.written()
 }
 
 /// `stats/cpu_migration_from` show: one "N " per possible CPU, in CPU order
@@ -1112,7 +1121,7 @@ pub fn rtrs_clt_stats_migration_to_cnt_to_str<I: IntoIterator<Item = i32>>(
 pub fn rtrs_clt_reset_all_help(buf: &mut [u8]) -> usize {
     let mut w = Writer::new(buf);
     w.write_bytes(b"echo 1 to reset all statistics\n");
-    w.len()
+    w.written()
 }
 
 /// Store of every `stats/` file (`cpu_migration_from`, `cpu_migration_to`,
@@ -1171,9 +1180,9 @@ mod tests {
         w.write_bytes(b"ab");
         let _ = write!(w, "{}", 12345);
         assert_eq!(w.as_bytes(), b"ab12");
-        assert_eq!(w.len(), 4);
+        assert_eq!(w.written(), 4);
         w.write_bytes(b"zz");
-        assert_eq!(w.len(), 4);
+        assert_eq!(w.written(), 4);
         assert_eq!(b, *b"ab12\0");
     }
 
@@ -1188,7 +1197,7 @@ mod tests {
         let mut one = [0xAAu8; 1];
         let mut w = Writer::new(&mut one);
         w.write_bytes(b"abc");
-        assert_eq!(w.len(), 0);
+        assert_eq!(w.written(), 0);
         assert_eq!(one, [0]);
 
         let mut two = [0xAAu8; 2];
