@@ -28,11 +28,8 @@ use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
-use crate::sess::Kvec;
+use crate::abi::{ConfFn, Kvec};
 use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu};
-
-/// rnbd's confirmation callback (`rtrs_clt_req_ops.conf_fn`).
-pub(crate) type ConfFn = Option<unsafe extern "C" fn(*mut c_void, c_int)>;
 
 /// `ib_cqe.done` of `fast_reg_cqe`: only failed IB_WR_REG_MR complete.
 ///

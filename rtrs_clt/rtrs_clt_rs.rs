@@ -16,6 +16,7 @@
 //! - `sync`: `struct completion`, RCU read sections, `synchronize_rcu`;
 //! - `misc`: uuid_gen, nr_cpu_ids;
 //! - `error`: C's errnos; `log`: rate-limited logging for completion context;
+//! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs);
 //! - `clt`: one generation of a path's connections: set-up (init_conns,
 //!   create_cm, the CM handler, create_con_cq_qp, the INFO exchange), the CQ
 //!   handler of IO responses, the heartbeat, and teardown;
@@ -79,6 +80,7 @@ mod rtrs_core {
 #[path = "../sysfs/mod.rs"]
 mod sysfs;
 
+mod abi;
 mod clt;
 mod cm;
 mod error;

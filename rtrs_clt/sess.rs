@@ -22,7 +22,10 @@ use kernel::sync::{Arc, LockedBy, Mutex};
 use crate::bindings;
 use crate::clt::{PathInfo, PathShared, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize, err_ptr};
-use crate::io::{ConfFn, ReqDesc};
+use crate::abi::{
+    Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON,
+};
+use crate::io::ReqDesc;
 use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
@@ -38,58 +41,6 @@ use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SE
 use crate::rtrs_core::{imm, sysfs_fmt};
 use crate::sync::{synchronize_rcu, RcuGuard};
 use crate::verbs::DevPool;
-
-// ---------------------------------------------------------------------------
-// The C types of rtrs.h
-// ---------------------------------------------------------------------------
-
-/// `struct rtrs_clt_ops`.
-#[repr(C)]
-pub(crate) struct RtrsCltOps {
-    priv_: *mut c_void,
-    link_ev: Option<unsafe extern "C" fn(*mut c_void, c_int)>,
-}
-
-/// `struct rtrs_addr`.
-#[repr(C)]
-pub(crate) struct RtrsAddr {
-    src: *mut bindings::__kernel_sockaddr_storage,
-    dst: *mut bindings::__kernel_sockaddr_storage,
-}
-
-/// `struct rtrs_clt_req_ops`.
-#[repr(C)]
-pub(crate) struct RtrsCltReqOps {
-    priv_: *mut c_void,
-    conf_fn: ConfFn,
-}
-
-/// `struct rtrs_attrs`.
-#[repr(C)]
-pub(crate) struct RtrsAttrs {
-    queue_depth: u32,
-    max_io_size: u32,
-    max_segments: u32,
-}
-
-/// `struct kvec`.
-#[repr(C)]
-pub(crate) struct Kvec {
-    pub(crate) iov_base: *mut c_void,
-    pub(crate) iov_len: usize,
-}
-
-/// `struct rtrs_permit`, same layout as C; `pdu_sz` bytes follow it.
-#[repr(C)]
-pub(crate) struct RtrsPermit {
-    con_type: u32,
-    cpu_id: u32,
-    mem_id: u32,
-    mem_off: u32,
-}
-
-/// `RTRS_ADMIN_CON`, `RTRS_IO_CON`.
-const RTRS_IO_CON: u32 = 1;
 
 // ---------------------------------------------------------------------------
 // Module-wide state the API needs
