@@ -20,6 +20,7 @@ use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
+use crate::abi::{ConfFn, Kvec};
 use crate::bindings;
 use crate::clt::{Con, RdmaDone};
 use crate::error::{econnaborted, emsgsize};
@@ -28,7 +29,6 @@ use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
-use crate::abi::{ConfFn, Kvec};
 use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu};
 
 /// `ib_cqe.done` of `fast_reg_cqe`: only failed IB_WR_REG_MR complete.

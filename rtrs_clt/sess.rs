@@ -19,12 +19,10 @@ use kernel::prelude::*;
 use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
+use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON};
 use crate::bindings;
 use crate::clt::{PathInfo, PathShared, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize, err_ptr};
-use crate::abi::{
-    Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON,
-};
 use crate::io::ReqDesc;
 use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
