@@ -42,7 +42,7 @@ use crate::rtrs_core::proto::{
     SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::stats::PathStats;
-use crate::sync::{Completion, WaitResult};
+use crate::sync::{Completion, RcuBox, RcuGuard, WaitResult};
 use crate::verbs::{
     post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
     QpSizes,
@@ -178,9 +178,10 @@ pub(crate) struct PathShared {
     pub(crate) stats: PathStats,
     /// `s.hb_wq`: the workqueue of the heartbeat and recovery works.
     hb_wq: AtomicPtr<bindings::workqueue_struct>,
-    /// Request slots, MRs and rbufs (`reqs`, `rbufs`), set once after the
-    /// path is connected, freed by `Path::close` after every QP is drained.
-    io: AtomicPtr<IoCtx>,
+    /// Request slots, MRs and rbufs (`reqs`, `rbufs`), published once the
+    /// path is connected; `Path::teardown` takes them out after every QP
+    /// is drained and frees them after a grace period.
+    io: RcuBox<IoCtx>,
     /// Completed on every state change and when the INFO_RSP arrives
     /// (stands in for the wake-ups on `state_wq` in C).
     #[pin]
@@ -198,8 +199,8 @@ pub(crate) struct PathShared {
 }
 
 // SAFETY: `dst_addr` and `src_addr` are plain data never written after
-// init; the `io` pointer is covered by `io()`; every other field is an
-// atomic, a mutex, a completion or immutable.
+// init; every other field is an atomic, a mutex, a completion, an RCU box
+// or immutable.
 unsafe impl Send for PathShared {}
 // SAFETY: As above.
 unsafe impl Sync for PathShared {}
@@ -249,7 +250,7 @@ impl PathShared {
                 hb_last_sent_ns: AtomicI64::new(0),
                 hb_wq: AtomicPtr::new(core::ptr::null_mut()),
                 stats: PathStats::new()?,
-                io: AtomicPtr::new(core::ptr::null_mut()),
+                io: RcuBox::empty(),
                 state_changed <- Completion::new(),
                 all_disconnected <- Completion::new(),
                 inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
@@ -310,16 +311,9 @@ impl PathShared {
         self.update_state(|s| path_state::change_state(s, new))
     }
 
-    /// The IO context, once `Path::alloc_reqs` has run.
-    pub(crate) fn io(&self) -> Option<&IoCtx> {
-        let p = self.io.load(Ordering::Acquire);
-        // SAFETY: A non-null `io` points to a boxed `IoCtx` that
-        // `Path::teardown` frees only after draining every QP (no CQ
-        // callback runs any more) and clearing this pointer; submitters read
-        // it inside an RCU section entered while the path was CONNECTED and
-        // published, and teardown starts after a grace period that follows
-        // the path leaving that state (`SessPath::stop_and_destroy_conns`).
-        unsafe { p.as_ref() }
+    /// The IO context, once `Path::alloc_reqs` has run, while `g` is held.
+    pub(crate) fn io<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a IoCtx> {
+        self.io.get(g)
     }
 
     /// The path's source address: the one cid 0's route resolved to once it
@@ -916,7 +910,8 @@ impl Con {
         if imm_type == imm::RTRS_IO_RSP_IMM || imm_type == imm::RTRS_IO_RSP_W_INV_IMM {
             let w_inval = imm_type == imm::RTRS_IO_RSP_W_INV_IMM;
             let (msg_id, errno) = imm::rtrs_from_io_rsp_imm(payload);
-            let Some(io) = path.io() else {
+            let g = RcuGuard::new();
+            let Some(io) = path.io(&g) else {
                 path.error_recovery();
                 return;
             };
@@ -934,7 +929,8 @@ impl Con {
 
     /// `process_io_rsp`.
     fn process_io_rsp(&self, msg_id: u32, errno: i32, w_inval: bool) {
-        match self.path().io() {
+        let g = RcuGuard::new();
+        match self.path().io(&g) {
             Some(io) => io.process_io_rsp(self, msg_id, errno, w_inval),
             None => pr_warn_rl!("{}: IO response {} before IO set-up\n", self.sess(), msg_id),
         }
@@ -1366,12 +1362,9 @@ impl Path {
                 pinner.max_pages_per_mr,
             )?
         };
-        let old = self.shared().io.swap(KBox::into_raw(io), Ordering::AcqRel);
-        if !old.is_null() {
-            // SAFETY: `old` came from `KBox::into_raw` below and nothing else
-            // can hold it: this runs before any IO is submitted.
-            drop(unsafe { KBox::from_raw(old) });
-        }
+        // Nothing was published before (a fresh connect); else the old one
+        // goes after a grace period.
+        drop(self.shared().io.replace(Some(io)));
         Ok(())
     }
 
@@ -1603,14 +1596,14 @@ impl Path {
         }
         // Everything posted is flushed now.
         self.info_ius = None;
-        let io = shared.io.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !io.is_null() {
-            // SAFETY: `io` came from `KBox::into_raw` in `alloc_reqs`; the QPs
-            // are drained, so no callback uses it, and no submitter can
-            // reach the path (the caller's guarantee).
-            let io = unsafe { KBox::from_raw(io) };
-            fail(&io);
-            drop(io);
+        // The QPs are drained (no callback uses it) and no submitter can
+        // reach the path (the caller's guarantee); the grace period covers
+        // the readers of `io()` all the same.
+        let io = shared.io.replace(None);
+        if io.is_some() {
+            if let Some(io) = io.wait() {
+                fail(&io);
+            }
         }
         if shared.connected_cnt.load(Ordering::Acquire) > 0
             && shared

@@ -29,6 +29,7 @@ use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
+use crate::sync::RcuGuard;
 use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu};
 
 /// `ib_cqe.done` of `fast_reg_cqe`: only failed IB_WR_REG_MR complete.
@@ -69,7 +70,8 @@ unsafe extern "C" fn inv_rkey_done(_cq: *mut bindings::ib_cq, wc: *mut bindings:
         con.path().error_recovery();
     }
     req.need_inval.store(false, Ordering::Release);
-    if let Some(io) = con.path().io() {
+    let g = RcuGuard::new();
+    if let Some(io) = con.path().io(&g) {
         let e = req.inv_errno.load(Ordering::Acquire);
         io.complete_rdma_req(con, req, e);
     }

@@ -29,7 +29,7 @@ use crate::io::{IoCtx, ReqDesc};
 use crate::rtrs_core::path_state::{self, ReconnectDecision, SysfsReconnect};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sess::Sess;
-use crate::sync::{synchronize_rcu, RcuGuard};
+use crate::sync::{RcuBox, RcuGuard};
 
 /// A delayed work owned by a [`SessPath`], freed (after a synchronous
 /// cancel) on drop.
@@ -79,16 +79,15 @@ impl Drop for DWork {
 ///
 /// # Invariants
 ///
-/// A non-null `cur` is a `KBox<Path>` leaked by `init_path`, whose `shared`
-/// is `self.shared`; it is freed only by `stop_and_destroy_conns`, after an
-/// RCU grace period. `sess` is null or the boxed session that owns this
-/// path.
+/// A published `cur` was made from `self.shared` (by `init_path`) and is
+/// taken out only by `stop_and_destroy_conns`. `sess` is null or the boxed
+/// session that owns this path.
 #[pin_data(PinnedDrop)]
 pub(crate) struct SessPath {
     /// What survives reconnects; sysfs files and connections point to it.
     shared: Pin<KBox<PathShared>>,
-    /// The connected `Path`, for IO under RCU; null while down.
-    cur: AtomicPtr<Path>,
+    /// The connected `Path`, for IO under RCU; empty while down.
+    cur: RcuBox<Path>,
     /// The session, once it exists (set by `Sess::open`).
     sess: AtomicPtr<Sess>,
     wq: *mut bindings::workqueue_struct,
@@ -184,7 +183,7 @@ impl SessPath {
         let mut sp = KBox::pin_init(
             try_pin_init!(SessPath {
                 shared,
-                cur: AtomicPtr::new(core::ptr::null_mut()),
+                cur: RcuBox::empty(),
                 sess: AtomicPtr::new(core::ptr::null_mut()),
                 wq,
                 reconnect_delay_sec,
@@ -229,11 +228,8 @@ impl SessPath {
     }
 
     /// The connected `Path` while `guard` is held, if it is published.
-    pub(crate) fn cur<'a>(&'a self, _guard: &'a RcuGuard) -> Option<&'a Path> {
-        let p = self.cur.load(Ordering::Acquire);
-        // SAFETY: By the type invariant, a published `Path` is freed only
-        // after an RCU grace period, and `_guard` holds one off.
-        unsafe { p.as_ref() }
+    pub(crate) fn cur<'a>(&'a self, guard: &'a RcuGuard) -> Option<&'a Path> {
+        self.cur.get(guard)
     }
 
     /// `init_path`: connects, allocates the request slots, starts the
@@ -259,11 +255,8 @@ impl SessPath {
                 )
             })?;
             path.start_hb(self.wq)?;
-            let old = self.cur.swap(
-                KBox::into_raw(KBox::new(path, GFP_KERNEL)?),
-                Ordering::AcqRel,
-            );
-            if !old.is_null() {
+            let old = self.cur.replace(Some(KBox::new(path, GFP_KERNEL)?));
+            if old.is_some() {
                 // Cannot happen: teardown unpublishes under `init`.
                 pr_err!("{}: path published twice\n", self.shared.sessname());
             }
@@ -310,15 +303,10 @@ impl SessPath {
     pub(crate) fn stop_and_destroy_conns(&self) {
         {
             let _g = self.init.lock();
-            let p = self.cur.swap(core::ptr::null_mut(), Ordering::AcqRel);
-            // Every submitter that saw the path CONNECTED is out now.
-            synchronize_rcu();
-            if !p.is_null() {
-                // SAFETY: By the type invariant; unpublished and past a
-                // grace period, so this is the only user.
-                let mut path = unsafe { KBox::from_raw(p) };
+            // After the grace period every submitter that saw the path
+            // CONNECTED is out, and the path is ours alone.
+            if let Some(mut path) = self.cur.replace(None).wait() {
                 path.teardown(|io| self.fail_all_outstanding_reqs(io));
-                drop(path);
             }
         }
         self.path_down();

@@ -1082,7 +1082,7 @@ impl Sess {
             if shared.state() != RtrsCltState::Connected {
                 return Offer::Skipped;
             }
-            let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io()) else {
+            let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io(&guard)) else {
                 return Offer::Skipped;
             };
             if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A `struct completion` wrapper (6.12's kernel crate has none).
+//! A `struct completion` wrapper (6.12's kernel crate has none), RCU read
+//! sections, and an RCU-published box.
 //!
 //! `complete` may be called from any context, including softirq CQE
 //! callbacks; the waits sleep and are for process context only.
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use kernel::prelude::*;
 use kernel::time::msecs_to_jiffies;
@@ -113,4 +118,93 @@ impl Drop for RcuGuard {
 pub(crate) fn synchronize_rcu() {
     // SAFETY: Process context (callers are works and sysfs/API paths).
     unsafe { bindings::rtrs_rs_synchronize_rcu() };
+}
+
+/// A `KBox<T>` published to RCU readers: readers see it through
+/// [`RcuBox::get`] under an [`RcuGuard`]; the owner replaces it and gets the
+/// old box back only after a grace period ([`Retired::wait`]), when no
+/// reader can hold it any more.
+///
+/// # Invariants
+///
+/// `p` is null or comes from `KBox::into_raw` and is owned by this
+/// `RcuBox`. A box taken out by [`RcuBox::replace`] is freed (or handed
+/// back) only after `synchronize_rcu` returned.
+pub(crate) struct RcuBox<T> {
+    p: AtomicPtr<T>,
+    _own: PhantomData<KBox<T>>,
+}
+
+// SAFETY: The box is owned (as a `KBox<T>`) and moves with the `RcuBox`.
+unsafe impl<T: Send> Send for RcuBox<T> {}
+// SAFETY: Through `&RcuBox` readers get `&T` (so `T: Sync`) and writers
+// move boxes in and out across threads (so `T: Send`).
+unsafe impl<T: Send + Sync> Sync for RcuBox<T> {}
+
+impl<T> RcuBox<T> {
+    /// Nothing published.
+    pub(crate) const fn empty() -> Self {
+        Self {
+            p: AtomicPtr::new(core::ptr::null_mut()),
+            _own: PhantomData,
+        }
+    }
+
+    /// The published value, for as long as `_g` is held.
+    pub(crate) fn get<'a>(&'a self, _g: &'a RcuGuard) -> Option<&'a T> {
+        let p = self.p.load(Ordering::Acquire);
+        // SAFETY: By the type invariant a non-null `p` is a live box, freed
+        // only after a grace period that `_g` holds off.
+        unsafe { p.as_ref() }
+    }
+
+    /// Publishes `new` (or nothing) and returns what was published, which
+    /// readers may still hold until a grace period has passed.
+    pub(crate) fn replace(&self, new: Option<KBox<T>>) -> Retired<T> {
+        let n = new.map_or(core::ptr::null_mut(), KBox::into_raw);
+        Retired(NonNull::new(self.p.swap(n, Ordering::AcqRel)))
+    }
+}
+
+impl<T> Drop for RcuBox<T> {
+    fn drop(&mut self) {
+        let p = *self.p.get_mut();
+        if !p.is_null() {
+            // SAFETY: By the type invariant; `&mut self` means no `get`
+            // borrow of it is alive.
+            drop(unsafe { KBox::from_raw(p) });
+        }
+    }
+}
+
+/// What [`RcuBox::replace`] took out: readers may still see it until a grace
+/// period has passed.
+#[must_use]
+pub(crate) struct Retired<T>(Option<NonNull<T>>);
+
+impl<T> Retired<T> {
+    /// Whether something was taken out.
+    pub(crate) fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Waits for a grace period (always: the caller may rely on it for
+    /// readers of other state too) and returns the box, now only ours.
+    /// Sleeps.
+    pub(crate) fn wait(mut self) -> Option<KBox<T>> {
+        synchronize_rcu();
+        // SAFETY: The pointer came from `KBox::into_raw` (the invariant of
+        // the `RcuBox` it was published in) and readers are gone.
+        self.0.take().map(|p| unsafe { KBox::from_raw(p.as_ptr()) })
+    }
+}
+
+impl<T> Drop for Retired<T> {
+    /// Nothing to do when nothing was taken out; else as [`Retired::wait`].
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            // Not waited for: free it safely all the same (this sleeps).
+            drop(Retired(self.0.take()).wait());
+        }
+    }
 }
