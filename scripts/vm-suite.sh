@@ -43,11 +43,29 @@ reset() {
 	tc qdisc del dev eth0 root 2>/dev/null && echo "qdisc on eth0"
 	rdma link show 2>/dev/null | grep -q 'rxe_eth0' ||
 		{ echo "rxe_eth0 re-added"; rdma link add rxe_eth0 type rxe netdev eth0; }
+	for _ in $(seq 1 100); do
+		rdma link show rxe_eth0/1 2>/dev/null | grep -q 'state ACTIVE' && break
+		sleep 0.2
+	done
+	# Writable copies a test mounted over read-only directories (15-install).
+	for m in /var/lib/dkms /usr/src /etc/modprobe.d "/lib/modules/$(uname -r)"; do
+		[ -d "/tmp/w$(echo "$m" | tr / _)" ] && grep -q " $m " /proc/mounts &&
+			mountpoint -q "$m" && umount "$m" 2>/dev/null && echo "umount $m"
+	done
+	local k
+	for k in $sysctls; do
+		[ "$(sysctl -n "$k")" = "${boot_sysctl[$k]}" ] ||
+			{ echo "sysctl $k"; sysctl -qw "$k=${boot_sysctl[$k]}"; }
+	done
 	return 0
 }
 
-# The netdevs the VM booted with (dummy0, say) stay.
+# The netdevs the VM booted with (dummy0, say) stay; the sysctls the
+# multipath tests change go back to their boot values.
 boot_links=$(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | tr '\n' ' ')
+sysctls="net.ipv4.conf.all.rp_filter net.ipv4.conf.default.rp_filter net.ipv4.conf.all.accept_local net.ipv4.conf.default.accept_local"
+declare -A boot_sysctl=()
+for k in $sysctls; do boot_sysctl[$k]=$(sysctl -n "$k"); done
 for t in "$@"; do
 	name=${t#*tests/}; name=${name%.sh}; name=${name//\//_}
 	kmsg "begin $name"

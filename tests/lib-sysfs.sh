@@ -280,7 +280,7 @@ sysfs_read_all() {
 sysfs_add_ip2() {
 	ip addr show dev eth0 | grep -q "inet $SYSFS_ADDR2/" ||
 		ip addr add "$SYSFS_ADDR2/24" dev eth0
-	sleep 2
+	wait_gid "$SYSFS_ADDR2"
 }
 
 # sysfs_client_up <c|rs>: load the client stack. c = the in-tree rtrs-client

@@ -124,6 +124,27 @@ _rs_closed_after() {
 		'index($0, m) { f = 1 } f && index($0, s) { found = 1 } END { exit !found }'
 }
 
+# wait_gid <ipv4 addr> [rxe dev]: rxe picks a new address up as a GID
+# asynchronously; true once it has (rdma_cm can then resolve it).
+wait_gid() {
+	local a b c d hex
+	IFS=. read -r a b c d <<<"$1"
+	hex=$(printf '%02x%02x:%02x%02x' "$a" "$b" "$c" "$d")
+	wait_for 20 sh -c "grep -qx '0000:0000:0000:0000:0000:ffff:$hex' /sys/class/infiniband/${2:-rxe_eth0}/ports/1/gids/*"
+}
+
+# kmsg_mark: writes a unique line to the kernel log and prints it; with
+# dmesg_since <mark> <pattern>, a check sees only what was logged after it
+# (the quick tier runs every test in one boot).
+kmsg_mark() {
+	local m="rtrs-test: mark $$.$RANDOM.$RANDOM"
+	echo "$m" > /dev/kmsg
+	echo "$m"
+}
+dmesg_since() {
+	dmesg | awk -v m="$1" 'index($0, m) { f = 1; next } f' | grep -q -- "$2"
+}
+
 # fio_verify <dev> <bs> <size> [extra fio args]: write then read back with crc32c.
 fio_verify() {
 	local dev=$1 bs=$2 size=$3; shift 3

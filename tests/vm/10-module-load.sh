@@ -40,7 +40,9 @@ rmmod rtrs_client_rs
 # Both clients own the rtrs-client class: with the C one loaded, ours must
 # refuse to load and leave nothing behind.
 modprobe rtrs_client
-if load_rs 2>/dev/null; then
+if ! grep -q '^rtrs_client ' /proc/modules; then
+	tap_not_ok "load refused while the in-tree rtrs-client is loaded (it did not load)"
+elif load_rs 2>/dev/null; then
 	tap_not_ok "load refused while the in-tree rtrs-client is loaded"; rmmod rtrs_client_rs
 else
 	tap_ok "load refused while the in-tree rtrs-client is loaded"

@@ -28,6 +28,9 @@ writable() {
 	mkdir -p "$copy" "$1" && { [ "${2:-}" = empty ] || cp -a "$1/." "$copy/"; } && mount --bind "$copy" "$1"
 }
 writable "$MODDIR" && writable /etc/modprobe.d && writable /usr/src empty && writable /var/lib/dkms empty
+# The copies go with the test, however it ends (the quick tier runs the
+# next tests in this boot).
+trap 'umount "$MODDIR" /etc/modprobe.d /usr/src /var/lib/dkms 2>/dev/null' EXIT
 tap_check "writable copies of $MODDIR, /etc/modprobe.d, /usr/src and /var/lib/dkms" \
 	sh -c "touch $MODDIR/.w /etc/modprobe.d/.w /usr/src/.w /var/lib/dkms/.w"
 rm -f "$MODDIR/.w" /etc/modprobe.d/.w /usr/src/.w /var/lib/dkms/.w
@@ -150,5 +153,4 @@ fi
 
 stop_server
 tap_check "nothing left loaded" test -z "$(rtrs_modules_loaded)"
-umount "$MODDIR" /etc/modprobe.d /usr/src /var/lib/dkms
 tap_done

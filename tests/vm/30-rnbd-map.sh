@@ -18,7 +18,8 @@ tap_check "server and client sysfs show the session" sh -c "[ -d $srv/s1 ] && [ 
 # As in C, the path directory is "src@dst" with the source the route resolved to.
 tap_check "path directory is named with the resolved source: ip:$SRV_ADDR@ip:$SRV_ADDR" \
 	test -d "/sys/class/rtrs-client/s1/paths/ip:$SRV_ADDR@ip:$SRV_ADDR"
-if rmmod rtrs_client_rs 2>/dev/null; then tap_not_ok "rmmod while mapped is refused"; else tap_ok "rmmod while mapped is refused"; fi
+tap_check "rmmod refused: rnbd_client holds rtrs_client_rs" \
+	sh -c '! rmmod rtrs_client_rs 2>/dev/null && [ -e /sys/module/rtrs_client_rs/holders/rnbd_client ]' 
 unmap_rnbd s1
 
 N=$(by_tier 3 100)

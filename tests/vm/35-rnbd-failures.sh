@@ -30,7 +30,10 @@ scenario() {
 }
 
 modprobe rnbd_client
+c_loaded=$(grep -c '^rtrs_client ' /proc/modules)
 c_out=$(scenario)
+# The oracle must be the C client (not this module through a drop-in).
+[ "$c_loaded" = 1 ] || { diag "C client not loaded: $(rtrs_modules_loaded)"; c_out=; }
 unload_modules rnbd_client rtrs_client rtrs_core
 diag "C client:" "$c_out"
 

@@ -19,8 +19,11 @@ tap_plan $PLAN
 # run_matrix <always_invalidate> <block sizes> <queue depths> <job counts>
 run_matrix() {
 	local inval=$1 bss=$2 qds=$3 njs=$4
-	modprobe rtrs_server always_invalidate="$inval"
-	tap_check "[inval=$inval] server side loads" start_server 131072
+	srv_up() {
+		modprobe rtrs_server always_invalidate="$1" && start_server 131072 &&
+			[ "$(cat /sys/module/rtrs_server/parameters/always_invalidate)" = "$1" ]
+	}
+	tap_check "[inval=$inval] server side loads with always_invalidate=$inval" srv_up "$inval"
 	tap_check "[inval=$inval] client stack loads" load_rnbd_rs
 	local dev; dev=$(map_rnbd io /dev/ram0)
 	if [ -b "$dev" ]; then tap_ok "[inval=$inval] mapped $dev"; else tap_not_ok "[inval=$inval] map"; fi
@@ -40,7 +43,7 @@ run_matrix() {
 						--randrepeat=0 --group_reporting --output-format=json 2>&1)
 					if [ $? -eq 0 ]; then
 						tap_ok "[inval=$inval] fio $rw bs=$bs iodepth=$qd numjobs=$nj"
-						written=$(( written + $(echo "$out" | sed -n '/^{/,$p' | jq '.jobs[0].write.io_bytes') ))
+						written=$(( written + $(echo "$out" | sed -n '/^{/,$p' | jq '.jobs[0].write.io_bytes' 2>/dev/null || echo 0) ))
 					else
 						tap_not_ok "[inval=$inval] fio $rw bs=$bs iodepth=$qd numjobs=$nj"; diag "$out"
 					fi

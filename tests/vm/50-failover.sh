@@ -5,7 +5,7 @@
 # failed over (stats/rdma failover > 0), nothing is lost, and link_ev
 # DISCONNECTED/RECONNECTED reach rnbd when every path goes and one returns.
 . "$(dirname "$0")/../lib.sh"
-PLAN=18
+PLAN=20
 skip_all_unless_api $PLAN
 tap_plan $PLAN
 cls=/sys/class/rtrs-client
@@ -13,6 +13,7 @@ srv=/sys/class/rtrs-server
 A2=10.0.2.16
 
 ip addr add $A2/24 dev eth0
+wait_gid $A2
 tap_check "server side loads" start_server 131072
 tap_check "client stack loads" load_rnbd_rs
 echo "sessname=fo path=ip:$SRV_ADDR path=ip:$A2 device_path=/dev/ram0" > $RNBD_CTL/map_device
@@ -36,14 +37,16 @@ fio_bg() {
 NCYC=$(by_tier 1 3)
 fio_bg "$(by_tier 15 40)"
 sleep 3
+rf=0
 for _ in $(seq 1 "$NCYC"); do
 	echo 1 > $p1/disconnect; sleep 1
-	echo 1 > $p1/reconnect || echo "reconnect p1 failed" >&2; sleep 1
+	echo 1 > $p1/reconnect || { echo "reconnect p1 failed" >&2; rf=$((rf + 1)); }; sleep 1
 	echo 1 > $p2/disconnect; sleep 1
-	echo 1 > $p2/reconnect || echo "reconnect p2 failed" >&2; sleep 1
+	echo 1 > $p2/reconnect || { echo "reconnect p2 failed" >&2; rf=$((rf + 1)); }; sleep 1
 done
 wait $FIO_PID; rc=$?
-tap_check "fio verify through $(( NCYC * 2 )) disconnect/reconnect cycles (rc $rc)" test $rc -eq 0
+tap_check "fio verify through $(( NCYC * 2 )) disconnect/reconnect cycles (rc $rc, $rf reconnects failed)" \
+	test $rc -eq 0 -a $rf -eq 0
 [ $rc -eq 0 ] || diag "$(cat /tmp/fio.out)"
 fo=$(failovers)
 tap_check "requests failed over ($fo)" test "$fo" -gt 0
@@ -52,11 +55,13 @@ tap_check "reconnects counted on path 1 ($(cat $p1/stats/reconnects))" sh -c "[ 
 inflight=$(awk '{s += $5} END {print s + 0}' $cls/fo/paths/*/stats/rdma)
 tap_check "inflight back to 0 ($inflight)" test "$inflight" -eq 0
 
-# 2. disconnect leaves the path closed ("disconnected", no auto reconnect).
+# 2. disconnect leaves the path closed ("disconnected", no auto reconnect:
+#    still closed after rnbd's 30 s reconnect delay in the full tier).
 echo 1 > $p2/disconnect
-sleep 2
+sleep "$(by_tier 2 35)"
 tap_check "disconnected path reads 'disconnected'" test "$(cat $p2/state)" = disconnected
 tap_check "IO on the remaining path verifies" fio_verify "$dev" 4k 2M
+tap_check "and stays disconnected until a reconnect" test "$(cat $p2/state)" = disconnected
 echo 1 > $p2/reconnect
 tap_check "reconnect brings it back" test "$(cat $p2/state)" = connected
 
@@ -74,14 +79,17 @@ diag "$(dmesg | grep -i rnbd | tail -5)"
 #    (reconnect_delay_sec is rnbd's 30 s), and IO fails over meanwhile.
 echo 1 > $p1/reconnect
 fo0=$(failovers)
+r0=$(cut -d' ' -f1 $p2/stats/reconnects)
 fio_bg 45
 sleep 3
 # The server names its path from its side: <its addr>@<client addr>.
-echo 1 > "$(ls -d $srv/fo/paths/*$A2* | head -1)/disconnect"
+sp=$(ls -d $srv/fo/paths/*$A2* 2>/dev/null | head -1)
+tap_check "the server disconnects its side of path 2 ($sp)" sh -c "echo 1 > '$sp/disconnect'"
 wait $FIO_PID; rc=$?
 tap_check "fio verify across a server-side disconnect (rc $rc)" test $rc -eq 0
 [ $rc -eq 0 ] || diag "$(cat /tmp/fio.out)"
-tap_check "path 2 reconnected by itself after the delay" wait_for 40 sh -c "grep -qx connected $p2/state"
+tap_check "path 2 reconnected by itself after the delay (reconnects $r0 -> more)" wait_for 40 \
+	sh -c "grep -qx connected $p2/state && [ \$(cut -d' ' -f1 $p2/stats/reconnects) -gt $r0 ]"
 diag "failover: $fo0 -> $(failovers); reconnects p2: $(cat $p2/stats/reconnects)"
 
 unmap_rnbd fo

@@ -89,7 +89,7 @@ scenario() {
 	# write fails with ENOTCONN.
 	sysfs_try "$S/max_reconnect_attempts" s:0
 	sysfs_try "$P2/reconnect" s:1
-	sleep 1
+	wait_for 10 sh -c "[ \"\$(cat $P2/state)\" = disconnected ]"
 	sysfs_try "$S/max_reconnect_attempts" s:-1
 	sysfs_try "$P2/reconnect" s:1
 	restore_p2
