@@ -755,10 +755,8 @@ impl Con {
 
     /// `rtrs_rdma_conn_rejected`: the errno to record.
     fn conn_rejected(&self, ev: &CmEvent<'_>) -> i32 {
-        let data = ev.consumer_reject_data();
-        let errno = RtrsMsgConnRsp::reject_errno(data);
-        match data {
-            Some(d) if d.len() >= RtrsMsgConnRsp::SIZE => {
+        match RtrsMsgConnRsp::reject_errno(ev.consumer_reject_data()) {
+            Some(errno) => {
                 if errno == EBUSY.to_errno() {
                     pr_err!(
                         "{}: Previous session is still exists on the server, please reconnect later\n",
@@ -773,15 +771,18 @@ impl Con {
                         errno
                     );
                 }
+                errno
             }
-            _ => pr_err!(
-                "{}: Connect rejected but with malformed message: status {} ({})\n",
-                self.sess(),
-                ev.status(),
-                ev.reject_msg()
-            ),
+            None => {
+                pr_err!(
+                    "{}: Connect rejected but with malformed message: status {} ({})\n",
+                    self.sess(),
+                    ev.status(),
+                    ev.reject_msg()
+                );
+                econnreset().to_errno()
+            }
         }
-        errno
     }
 
     /// `rtrs_clt_rdma_done`: IO responses (IMM or, with NEW_RKEY, the
@@ -887,17 +888,17 @@ impl Con {
             return;
         };
         let len = usize::try_from(wc.byte_len).unwrap_or(usize::MAX);
-        if len < RtrsMsgRkeyRsp::SIZE {
-            pr_err_rl!(
-                "{}: rkey response is malformed: size {}\n",
-                self.sess(),
-                wc.byte_len
-            );
-            path.error_recovery();
-            return;
-        }
         let msg = match iu.data_for_cpu().get(..len).map(RtrsMsgRkeyRsp::decode) {
             Some(Ok(m)) => m,
+            Some(Err(WireError::Truncated { .. })) => {
+                pr_err_rl!(
+                    "{}: rkey response is malformed: size {}\n",
+                    self.sess(),
+                    wc.byte_len
+                );
+                path.error_recovery();
+                return;
+            }
             _ => {
                 pr_err_rl!("{}: rkey response is malformed\n", self.sess());
                 path.error_recovery();

@@ -944,14 +944,14 @@ impl RtrsMsgConnRsp {
 
     /// Errno of a REJECTED event as `rtrs_rdma_conn_rejected` computes it:
     /// the signed le16 errno if consumer data of >= 56 bytes is present,
-    /// else -ECONNRESET. Like C, magic is not checked and 0 is returned as is.
-    pub fn reject_errno(private_data: Option<&[u8]>) -> i32 {
+    /// else `None` (a malformed reject: C then records -ECONNRESET). Like C,
+    /// magic is not checked and 0 is returned as is.
+    pub fn reject_errno(private_data: Option<&[u8]>) -> Option<i32> {
         match private_data {
-            Some(d) if d.len() >= Self::SIZE => match rd::<2>(d, 4) {
-                Ok(b) => i32::from(i16::from_le_bytes(b)),
-                Err(_) => -errno::ECONNRESET,
-            },
-            _ => -errno::ECONNRESET,
+            Some(d) if d.len() >= Self::SIZE => {
+                rd::<2>(d, 4).ok().map(|b| i32::from(i16::from_le_bytes(b)))
+            }
+            _ => None,
         }
     }
 

@@ -432,21 +432,21 @@ fn conn_rsp_roundtrip_and_errors() {
 fn conn_rsp_reject_errno() {
     let mut b = [0u8; 56];
     RtrsMsgConnRsp::reject(-16).encode(&mut b).unwrap();
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&b)), -errno::EBUSY);
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&b)), Some(-errno::EBUSY));
     RtrsMsgConnRsp::reject(-6).encode(&mut b).unwrap();
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&b)), -6);
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&b[..55])), -104);
-    assert_eq!(RtrsMsgConnRsp::reject_errno(None), -104);
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&[])), -104);
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&b)), Some(-6));
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&b[..55])), None);
+    assert_eq!(RtrsMsgConnRsp::reject_errno(None), None);
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&[])), None);
     // Like C: magic not checked, errno 0 passed through, positive kept.
     let mut raw = [0u8; 148];
     raw[4] = 0x10;
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), 16);
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), Some(16));
     raw[4] = 0;
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), 0);
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), Some(0));
     raw[4] = 0;
     raw[5] = 0x80;
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), -32768);
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), Some(-32768));
 }
 
 #[test]
