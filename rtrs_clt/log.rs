@@ -45,31 +45,29 @@ impl RateLimit {
     }
 }
 
-/// `pr_err!`, at most 10 lines per 5 s from this call site.
-macro_rules! pr_err_rl {
-    ($($arg:tt)*) => {{
+/// `$pr!` (`pr_err`, `pr_warn`), at most 10 lines per 5 s from this call site.
+macro_rules! pr_rl {
+    ($pr:ident, $($arg:tt)*) => {{
         static RL: $crate::log::RateLimit = $crate::log::RateLimit::new();
         if let Some(held) = RL.check() {
             if held > 0 {
                 ::kernel::pr_warn!("{} messages suppressed\n", held);
             }
-            ::kernel::pr_err!($($arg)*);
+            ::kernel::$pr!($($arg)*);
         }
     }};
+}
+
+/// `pr_err!`, at most 10 lines per 5 s from this call site.
+macro_rules! pr_err_rl {
+    ($($arg:tt)*) => { $crate::log::pr_rl!(pr_err, $($arg)*) };
 }
 
 /// `pr_warn!`, at most 10 lines per 5 s from this call site.
 macro_rules! pr_warn_rl {
-    ($($arg:tt)*) => {{
-        static RL: $crate::log::RateLimit = $crate::log::RateLimit::new();
-        if let Some(held) = RL.check() {
-            if held > 0 {
-                ::kernel::pr_warn!("{} messages suppressed\n", held);
-            }
-            ::kernel::pr_warn!($($arg)*);
-        }
-    }};
+    ($($arg:tt)*) => { $crate::log::pr_rl!(pr_warn, $($arg)*) };
 }
 
 pub(crate) use pr_err_rl;
+pub(crate) use pr_rl;
 pub(crate) use pr_warn_rl;

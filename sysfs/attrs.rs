@@ -194,7 +194,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     let Some(file) = PathFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
-    match file {
+    let reset: fn(&crate::stats::PathStats) = match file {
         PathFile::Reconnect => {
             let r = sysfs_fmt::rtrs_clt_reconnect_store(b).and_then(|()| {
                 sp.reconnect_from_sysfs()
@@ -242,36 +242,19 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
             };
             return stored(r, count);
         }
-        // The stats files, below; the read-only ones have no store.
-        PathFile::HcaName
-        | PathFile::HcaPort
-        | PathFile::SrcAddr
-        | PathFile::DstAddr
-        | PathFile::State
-        | PathFile::CurLatency
-        | PathFile::CpuMigrationFrom
-        | PathFile::CpuMigrationTo
-        | PathFile::Reconnects
-        | PathFile::Rdma
-        | PathFile::ResetAll => {}
-    }
-    let reset: fn(&crate::stats::PathStats) = match file {
         PathFile::CpuMigrationFrom | PathFile::CpuMigrationTo => {
             crate::stats::PathStats::reset_cpu_migr
         }
         PathFile::Reconnects => crate::stats::PathStats::reset_reconnects,
         PathFile::Rdma => crate::stats::PathStats::reset_rdma,
         PathFile::ResetAll => crate::stats::PathStats::reset_all,
-        // Read-only files have no store; the others are handled above.
+        // Read-only files have no store.
         PathFile::HcaName
         | PathFile::HcaPort
         | PathFile::SrcAddr
         | PathFile::DstAddr
         | PathFile::State
-        | PathFile::CurLatency
-        | PathFile::Reconnect
-        | PathFile::Disconnect
-        | PathFile::RemovePath => return EINVAL.to_errno() as isize,
+        | PathFile::CurLatency => return EINVAL.to_errno() as isize,
     };
     let r = sysfs_fmt::rtrs_clt_stats_store(b);
     if r.is_ok() {
