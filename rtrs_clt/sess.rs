@@ -17,6 +17,7 @@ use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::{BStr, CString};
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON};
@@ -438,6 +439,21 @@ impl PathList {
         (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
     }
 
+    /// The entries in order, valid while the caller holds `paths_mutex`
+    /// (`_held`): only `remove` and `take_all`, which run under it, free
+    /// one. Unlike `iter`, the caller may sleep.
+    fn iter_held<'a>(
+        &'a self,
+        _held: &'a Guard<'_, bool, MutexBackend>,
+    ) -> impl Iterator<Item = &'a PathEntry> + 'a {
+        (0..self.len()).filter_map(move |i| {
+            let p = self.slots.get(i)?.load(Ordering::Acquire);
+            // SAFETY: `_held` is a guard of `paths_mutex`, under which
+            // alone entries are unlinked and freed (type invariant).
+            unsafe { p.as_ref() }
+        })
+    }
+
     /// `rtrs_clt_add_path_to_arr`; the caller holds `paths_mutex`.
     fn push(&self, e: KBox<PathEntry>) -> core::result::Result<*const PathEntry, KBox<PathEntry>> {
         let n = self.len();
@@ -684,9 +700,10 @@ impl Sess {
             // Each path is linked under its `link` lock and counted if it is
             // established then (see `SessPath::path_up`); from here on
             // `path_up`/`path_down` keep the count.
+            // `link` sleeps: the list is held by `paths_mutex`, not RCU.
+            let held = sess.paths_mutex.lock();
             let mut up = sess.paths_ev.lock();
-            let g = RcuGuard::new();
-            for (_, e) in sess.paths.iter(&g) {
+            for e in sess.paths.iter_held(&held) {
                 let link = e.sp.shared().link.lock();
                 e.sp.set_sess(p);
                 up.link_path(&link);
