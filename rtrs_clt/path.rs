@@ -26,10 +26,24 @@ use kernel::sync::Mutex;
 use crate::bindings;
 use crate::clt::{Path, PathShared, RtrsCltState};
 use crate::io::{IoCtx, ReqDesc};
-use crate::rtrs_core::path_state::{self, ReconnectDecision, SysfsReconnect};
+use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
-use crate::sess::Sess;
 use crate::sync::{RcuBox, RcuGuard};
+
+/// What a path asks of the session that owns it (C's `path->clt`). The
+/// session implements it, so that a path does not depend on the session's
+/// type: the layers import downward only.
+pub(crate) trait PathOwner: Sync {
+    /// `rtrs_clt_path_up` for the session: counts the path (under `link`).
+    fn path_up(&self, link: &Mutex<RtrsCltPathLink>);
+    /// `rtrs_clt_path_down` for the session.
+    fn path_down(&self, link: &Mutex<RtrsCltPathLink>);
+    /// `rtrs_clt_failover_req`: a request taken back from this path, to be
+    /// posted on another.
+    fn failover_req(&self, r: &ReqDesc<'_>) -> Result;
+    /// The session's `max_reconnect_attempts` (user value).
+    fn max_reconnect_attempts(&self) -> i32;
+}
 
 /// A delayed work owned by a [`SessPath`], freed (after a synchronous
 /// cancel) on drop.
@@ -40,9 +54,9 @@ use crate::sync::{RcuBox, RcuGuard};
 struct DWork(NonNull<bindings::rtrs_rs_dwork>);
 
 impl DWork {
-    fn new(
+    fn new<O: PathOwner>(
         f: unsafe extern "C" fn(*mut bindings::rtrs_rs_dwork, *mut c_void),
-        ctx: *const SessPath,
+        ctx: *const SessPath<O>,
     ) -> Result<Self> {
         // SAFETY: `f` matches the callback type; `ctx` outlives the work
         // (the `SessPath` owns it and cancels it when dropped).
@@ -81,15 +95,15 @@ impl Drop for DWork {
 ///
 /// A published `cur` was made from `self.shared` (by `init_path`) and is
 /// taken out only by `stop_and_destroy_conns`. `sess` is null or the boxed
-/// session that owns this path.
+/// session that owns this path (and outlives it).
 #[pin_data(PinnedDrop)]
-pub(crate) struct SessPath {
+pub(crate) struct SessPath<O: PathOwner> {
     /// What survives reconnects; sysfs files and connections point to it.
     shared: Pin<KBox<PathShared>>,
     /// The connected `Path`, for IO under RCU; empty while down.
     cur: RcuBox<Path>,
     /// The session, once it exists (set by `Sess::open`).
-    sess: AtomicPtr<Sess>,
+    sess: AtomicPtr<O>,
     wq: *mut bindings::workqueue_struct,
     /// `reconnect_delay_sec` of the session.
     reconnect_delay_sec: u32,
@@ -106,12 +120,12 @@ pub(crate) struct SessPath {
 
 // SAFETY: `wq` is the module's workqueue, usable from any thread; `cur` and
 // `sess` follow the type invariant; the rest is `Send`/`Sync`.
-unsafe impl Send for SessPath {}
+unsafe impl<O: PathOwner> Send for SessPath<O> {}
 // SAFETY: As above.
-unsafe impl Sync for SessPath {}
+unsafe impl<O: PathOwner> Sync for SessPath<O> {}
 
 #[pinned_drop]
-impl PinnedDrop for SessPath {
+impl<O: PathOwner> PinnedDrop for SessPath<O> {
     fn drop(self: Pin<&mut Self>) {
         // The works reference us: stop them first (close_conns ran already,
         // so none requeues), then anything still connected goes.
@@ -130,9 +144,12 @@ impl PinnedDrop for SessPath {
 /// # Safety
 ///
 /// `ctx` is the live `SessPath` owning the work.
-unsafe extern "C" fn err_recovery_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
+unsafe extern "C" fn err_recovery_work<O: PathOwner>(
+    _w: *mut bindings::rtrs_rs_dwork,
+    ctx: *mut c_void,
+) {
     // SAFETY: By the function's contract.
-    let sp = unsafe { &*ctx.cast::<SessPath>() };
+    let sp = unsafe { &*ctx.cast::<SessPath<O>>() };
     sp.stop_and_destroy_conns();
     // SAFETY: No preconditions.
     let jitter = unsafe { bindings::rtrs_rs_get_random_u32_below(RTRS_RECONNECT_SEED) };
@@ -147,9 +164,12 @@ unsafe extern "C" fn err_recovery_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *m
 /// # Safety
 ///
 /// As `err_recovery_work`.
-unsafe extern "C" fn reconnect_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
+unsafe extern "C" fn reconnect_work<O: PathOwner>(
+    _w: *mut bindings::rtrs_rs_dwork,
+    ctx: *mut c_void,
+) {
     // SAFETY: By the function's contract.
-    let sp = unsafe { &*ctx.cast::<SessPath>() };
+    let sp = unsafe { &*ctx.cast::<SessPath<O>>() };
     sp.reconnect_work();
 }
 
@@ -158,9 +178,9 @@ unsafe extern "C" fn reconnect_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut 
 /// # Safety
 ///
 /// As `err_recovery_work`.
-unsafe extern "C" fn close_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
+unsafe extern "C" fn close_work<O: PathOwner>(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
     // SAFETY: By the function's contract.
-    let sp = unsafe { &*ctx.cast::<SessPath>() };
+    let sp = unsafe { &*ctx.cast::<SessPath<O>>() };
     if let Some(w) = sp.err_recovery.as_ref() {
         w.cancel_sync();
     }
@@ -171,7 +191,7 @@ unsafe extern "C" fn close_work(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_vo
     sp.shared.change_state(RtrsCltState::Closed);
 }
 
-impl SessPath {
+impl<O: PathOwner> SessPath<O> {
     /// `alloc_path` around `shared` (see `PathShared::new`): not connected
     /// yet (see `init_path`); its works run on `wq`.
     pub(crate) fn new(
@@ -195,10 +215,10 @@ impl SessPath {
             }? Error),
             GFP_KERNEL,
         )?;
-        let p: *const SessPath = &*sp;
-        let er = DWork::new(err_recovery_work, p)?;
-        let rc = DWork::new(reconnect_work, p)?;
-        let cl = DWork::new(close_work, p)?;
+        let p: *const Self = &*sp;
+        let er = DWork::new(err_recovery_work::<O>, p)?;
+        let rc = DWork::new(reconnect_work::<O>, p)?;
+        let cl = DWork::new(close_work::<O>, p)?;
         // SAFETY: The works are fields, not structurally pinned.
         let m = unsafe { sp.as_mut().get_unchecked_mut() };
         // SAFETY: The works live as long as `shared` (fields of the same
@@ -216,14 +236,14 @@ impl SessPath {
     }
 
     /// The session, once linked.
-    pub(crate) fn sess(&self) -> Option<&Sess> {
+    pub(crate) fn sess(&self) -> Option<&O> {
         // SAFETY: `sess` is null or the live session owning us.
         unsafe { self.sess.load(Ordering::Acquire).as_ref() }
     }
 
     /// Links the path to its session, once the session exists. The caller
     /// holds the path's `link` lock (see `path_up`).
-    pub(crate) fn set_sess(&self, sess: *const Sess) {
+    pub(crate) fn set_sess(&self, sess: *const O) {
         self.sess.store(sess.cast_mut(), Ordering::Release);
     }
 
@@ -315,8 +335,7 @@ impl SessPath {
     /// `fail_all_outstanding_reqs`: each request still in flight is failed
     /// over to another path, or confirmed with the error.
     fn fail_all_outstanding_reqs(&self, io: &IoCtx) {
-        // SAFETY: `sess` is null or the live session owning us.
-        let sess = unsafe { self.sess.load(Ordering::Acquire).as_ref() };
+        let sess = self.sess();
         io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| match sess {
             Some(s) => s.failover_req(fr),
             None => Err(crate::error::econnaborted()),

@@ -28,7 +28,7 @@ use crate::io::ReqDesc;
 use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
-use crate::path::SessPath;
+use crate::path::PathOwner;
 use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::path_state::{
     PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathLink, RtrsCltPathsUp,
@@ -40,6 +40,9 @@ use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SE
 use crate::rtrs_core::{imm, sysfs_fmt};
 use crate::sync::{synchronize_rcu, RcuGuard};
 use crate::verbs::DevPool;
+
+/// A path of a session.
+pub(crate) type SessPath = crate::path::SessPath<Sess>;
 
 // ---------------------------------------------------------------------------
 // Module-wide state the API needs
@@ -785,29 +788,6 @@ impl Sess {
         pr_info!("{}: session closed\n", &*self.sessname);
     }
 
-    /// `rtrs_clt_path_up` for the session (rtrs_core's count): RECONNECTED
-    /// to rnbd, under `paths_ev`, when the first path comes back after all
-    /// were down.
-    pub(crate) fn path_up(&self, link: &Mutex<RtrsCltPathLink>) {
-        let mut up = self.paths_ev.lock();
-        let ev = up.path_up(&mut link.lock());
-        if let Some(ev) = ev {
-            self.link_ev(ev);
-        }
-    }
-
-    /// `rtrs_clt_path_down` for the session: DISCONNECTED when the last
-    /// established path goes.
-    pub(crate) fn path_down(&self, link: &Mutex<RtrsCltPathLink>) {
-        let mut up = self.paths_ev.lock();
-        let ev = up.path_down(&mut link.lock());
-        match ev {
-            Ok(Some(ev)) => self.link_ev(ev),
-            Ok(None) => {}
-            Err(PathsUpUnderflow) => pr_warn!("{}: paths_up underflow\n", &*self.sessname),
-        }
-    }
-
     fn link_ev(&self, ev: RtrsCltLinkEv) {
         let ops: *const RtrsCltOps = &self.ops;
         // SAFETY: `ops` is our copy of the caller's ops; the C helper calls
@@ -1060,12 +1040,6 @@ impl Sess {
         self.issue(&r, false)
     }
 
-    /// `rtrs_clt_failover_req`: posts a request taken back from a failed
-    /// path on another connected one, counting it in that path's failover.
-    pub(crate) fn failover_req(&self, r: &ReqDesc<'_>) -> Result {
-        self.issue(r, true)
-    }
-
     /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`):
     /// offers the request to the CONNECTED paths in the policy's order, each
     /// at most once, until one posts it. Never sleeps.
@@ -1131,6 +1105,41 @@ impl Sess {
             c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
         }
         out.map(|_| ()).map_err(Error::from_errno)
+    }
+}
+
+impl PathOwner for Sess {
+    /// `rtrs_clt_path_up` for the session (rtrs_core's count): RECONNECTED
+    /// to rnbd, under `paths_ev`, when the first path comes back after all
+    /// were down.
+    fn path_up(&self, link: &Mutex<RtrsCltPathLink>) {
+        let mut up = self.paths_ev.lock();
+        let ev = up.path_up(&mut link.lock());
+        if let Some(ev) = ev {
+            self.link_ev(ev);
+        }
+    }
+
+    /// `rtrs_clt_path_down` for the session: DISCONNECTED when the last
+    /// established path goes.
+    fn path_down(&self, link: &Mutex<RtrsCltPathLink>) {
+        let mut up = self.paths_ev.lock();
+        let ev = up.path_down(&mut link.lock());
+        match ev {
+            Ok(Some(ev)) => self.link_ev(ev),
+            Ok(None) => {}
+            Err(PathsUpUnderflow) => pr_warn!("{}: paths_up underflow\n", &*self.sessname),
+        }
+    }
+
+    /// `rtrs_clt_failover_req`: posts a request taken back from a failed
+    /// path on another connected one, counting it in that path's failover.
+    fn failover_req(&self, r: &ReqDesc<'_>) -> Result {
+        self.issue(r, true)
+    }
+
+    fn max_reconnect_attempts(&self) -> i32 {
+        Sess::max_reconnect_attempts(self)
     }
 }
 

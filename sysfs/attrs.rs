@@ -11,8 +11,8 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 
 use crate::bindings;
-use crate::path::SessPath;
 use crate::rtrs_core::sysfs_fmt::{self, Errno};
+use crate::sess::SessPath;
 use crate::sess::{to_rtrs_sockaddr, Sess};
 
 /// The sysfs page behind `buf`.
