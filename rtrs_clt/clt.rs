@@ -31,7 +31,7 @@ use kernel::types::Opaque;
 use crate::bindings;
 use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach, etimedout};
-use crate::io::{fast_reg_done, IoCtx};
+use crate::io::{self, fast_reg_done, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
@@ -47,6 +47,9 @@ use crate::verbs::{
     post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
     QpSizes,
 };
+
+/// A path's IO context, on its connections.
+pub(crate) type IoCtx = io::IoCtx<Con>;
 
 /// Retry counts of the connect request (rtrs_rdma_route_resolved).
 const CONN_RETRY_COUNT: u8 = 7;
@@ -500,7 +503,7 @@ impl Con {
             lkey: AtomicU32::new(0),
             cm_done <- Completion::new(),
             io_comp_cqe: Opaque::new(bindings::ib_cqe { done: Some(io_comp_done) }),
-            fast_reg_cqe: Opaque::new(bindings::ib_cqe { done: Some(fast_reg_done) }),
+            fast_reg_cqe: Opaque::new(bindings::ib_cqe { done: Some(fast_reg_done::<Con>) }),
             qp_raw: AtomicPtr::new(core::ptr::null_mut()),
             cq_direct: AtomicPtr::new(core::ptr::null_mut()),
             poll_busy: AtomicBool::new(false),
@@ -542,10 +545,6 @@ impl Con {
     pub(crate) fn path(&self) -> &PathShared {
         // SAFETY: By the field's documented invariant the path outlives us.
         unsafe { self.path.as_ref() }
-    }
-
-    pub(crate) fn sess(&self) -> &CStr {
-        &self.path().sessname
     }
 
     /// `flag_success_on_conn`.
@@ -937,28 +936,6 @@ impl Con {
         }
     }
 
-    /// The QP, for posting IO from any context; null before it exists and
-    /// after teardown began.
-    pub(crate) fn qp_raw(&self) -> *mut bindings::ib_qp {
-        self.qp_raw.load(Ordering::Acquire)
-    }
-
-    /// `fast_reg_cqe`.
-    pub(crate) fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe {
-        self.fast_reg_cqe.get()
-    }
-
-    /// `c.wr_cnt` step: IB_SEND_SIGNALED every `signal_interval` sends.
-    pub(crate) fn next_send_flags(&self) -> kernel::ffi::c_int {
-        let si = self.path().signal_interval.load(Ordering::Acquire).max(1);
-        let cnt = self.wr_cnt.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-        if cnt.checked_rem(si) == Some(0) {
-            bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int
-        } else {
-            0
-        }
-    }
-
     /// The PD's local DMA lkey, for reposting receives from CQ callbacks
     /// (which must not take `con_mutex`).
     pub(crate) fn lkey(&self) -> u32 {
@@ -1153,6 +1130,47 @@ impl QpOwner for Con {
 // ---------------------------------------------------------------------------
 // IU completion handlers
 // ---------------------------------------------------------------------------
+
+/// The IO path's handle on a connection.
+impl IoCon for Con {
+    fn sess(&self) -> &CStr {
+        &self.path().sessname
+    }
+
+    fn qp_raw(&self) -> *mut bindings::ib_qp {
+        self.qp_raw.load(Ordering::Acquire)
+    }
+
+    fn next_send_flags(&self) -> kernel::ffi::c_int {
+        let si = self.path().signal_interval.load(Ordering::Acquire).max(1);
+        let cnt = self.wr_cnt.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        if cnt.checked_rem(si) == Some(0) {
+            bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int
+        } else {
+            0
+        }
+    }
+
+    fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe {
+        self.fast_reg_cqe.get()
+    }
+
+    fn stats(&self) -> &PathStats {
+        &self.path().stats
+    }
+
+    fn error_recovery(&self) {
+        self.path().error_recovery();
+    }
+
+    fn io<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a IoCtx> {
+        self.path().io(g)
+    }
+
+    fn req_iu_done(&self, wc: &bindings::ib_wc) {
+        self.rdma_done(wc, None);
+    }
+}
 
 /// `rtrs_clt_rdma_done` for the `rsp_ius`.
 pub(crate) struct RdmaDone;

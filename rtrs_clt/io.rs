@@ -11,6 +11,7 @@
 //! to the completion path until `conf` is called.
 
 use core::cell::UnsafeCell;
+use core::marker::PhantomData;
 use core::pin::Pin;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
@@ -22,31 +23,69 @@ use kernel::types::Opaque;
 
 use crate::abi::{ConfFn, Kvec};
 use crate::bindings;
-use crate::clt::{Con, RdmaDone};
 use crate::error::{econnaborted, emsgsize};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
+use crate::stats::PathStats;
 use crate::sync::RcuGuard;
-use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu};
+use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu, IuDone};
+
+/// What the IO path uses of the connection it posts on and completes from:
+/// a narrow handle, so that IO does not depend on the connection's type
+/// (the connection implements it and is the QP's `qp_context`).
+pub(crate) trait IoCon: Sync + Sized {
+    /// The session's name, for log lines.
+    fn sess(&self) -> &CStr;
+    /// The QP, for posting from any context; null before it exists and
+    /// after teardown began.
+    fn qp_raw(&self) -> *mut bindings::ib_qp;
+    /// The send flags of the next request (`IB_SEND_SIGNALED` every
+    /// `signal_interval` sends).
+    fn next_send_flags(&self) -> c_int;
+    /// The `ib_cqe` of fast registrations (see `fast_reg_done`).
+    fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe;
+    /// The path's statistics.
+    fn stats(&self) -> &PathStats;
+    /// Starts the path's error recovery (any context).
+    fn error_recovery(&self);
+    /// The path's IO context while `g` is held, once it is set up.
+    fn io<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a IoCtx<Self>>;
+    /// A completion of a request header's send (`rtrs_clt_rdma_done`).
+    fn req_iu_done(&self, wc: &bindings::ib_wc);
+}
+
+/// The completion of a request slot's header IU, on a QP whose
+/// `qp_context` is a `C`.
+pub(crate) struct ReqDone<C>(PhantomData<C>);
+
+impl<C: IoCon> IuDone for ReqDone<C> {
+    type Ctx = C;
+    fn done(con: &C, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
+        con.req_iu_done(wc);
+    }
+}
 
 /// `ib_cqe.done` of `fast_reg_cqe`: only failed IB_WR_REG_MR complete.
 ///
 /// # Safety
 ///
 /// Called by the CQ core with a completion of a QP whose `qp_context` is a
-/// live `Con`.
-pub(crate) unsafe extern "C" fn fast_reg_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+/// live `C`.
+pub(crate) unsafe extern "C" fn fast_reg_done<C: IoCon>(
+    _cq: *mut bindings::ib_cq,
+    wc: *mut bindings::ib_wc,
+) {
     // SAFETY: The core passes a valid work completion.
     let wc = unsafe { &*wc };
-    // SAFETY: `Qp<Con>` sets `qp_context` to a live `Con`.
-    let con = unsafe { &*(*wc.qp).qp_context.cast::<Con>() };
+    // SAFETY: By the function's contract `qp_context` is a live `C`.
+    let con = unsafe { &*(*wc.qp).qp_context.cast::<C>() };
     if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
         let msg = wc_status_msg(wc.status);
         pr_err_rl!("{}: Failed IB_WR_REG_MR: {}\n", con.sess(), msg);
-        con.path().error_recovery();
+        con.error_recovery();
     }
 }
 
@@ -55,23 +94,23 @@ pub(crate) unsafe extern "C" fn fast_reg_done(_cq: *mut bindings::ib_cq, wc: *mu
 /// # Safety
 ///
 /// Called by the CQ core with a completion whose `wr_cqe` is the `inv_cqe`
-/// of a live `Req`, on a QP whose `qp_context` is a live `Con`.
-unsafe extern "C" fn inv_rkey_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+/// of a live `Req<C>`, on a QP whose `qp_context` is a live `C`.
+unsafe extern "C" fn inv_rkey_done<C: IoCon>(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
     // SAFETY: The core passes a valid work completion.
     let wc = unsafe { &*wc };
-    // SAFETY: `Qp<Con>` sets `qp_context` to a live `Con`.
-    let con = unsafe { &*(*wc.qp).qp_context.cast::<Con>() };
+    // SAFETY: By the function's contract `qp_context` is a live `C`.
+    let con = unsafe { &*(*wc.qp).qp_context.cast::<C>() };
     // SAFETY: `inv_cqe` is the first field of the `#[repr(C)]` `Req`, which
     // lives in the path's `IoCtx` until every QP is drained.
-    let req = unsafe { &*wc.__bindgen_anon_1.wr_cqe.cast::<Req>() };
+    let req = unsafe { &*wc.__bindgen_anon_1.wr_cqe.cast::<Req<C>>() };
     if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
         let msg = wc_status_msg(wc.status);
         pr_err_rl!("{}: Failed IB_WR_LOCAL_INV: {}\n", con.sess(), msg);
-        con.path().error_recovery();
+        con.error_recovery();
     }
     req.need_inval.store(false, Ordering::Release);
     let g = RcuGuard::new();
-    if let Some(io) = con.path().io(&g) {
+    if let Some(io) = con.io(&g) {
         let e = req.inv_errno.load(Ordering::Acquire);
         io.complete_rdma_req(con, req, e);
     }
@@ -129,9 +168,9 @@ impl Default for ReqIo {
 /// the `Req`); `mr` is a live MR of the path's PD until drop. `io` is
 /// accessed only by the slot's owner (see the module doc).
 #[repr(C)]
-pub(crate) struct Req {
+pub(crate) struct Req<C: IoCon> {
     inv_cqe: Opaque<bindings::ib_cqe>,
-    iu: Pin<KBox<Iu<RdmaDone>>>,
+    iu: Pin<KBox<Iu<ReqDone<C>>>>,
     mr: NonNull<bindings::ib_mr>,
     in_use: AtomicBool,
     /// `mr->need_inval`.
@@ -145,11 +184,11 @@ pub(crate) struct Req {
 // SAFETY: The MR and IU may be used from any thread; `io` is only touched
 // by the slot's single owner at a time, handed over through post_send and
 // the completion (which order memory).
-unsafe impl Send for Req {}
+unsafe impl<C: IoCon> Send for Req<C> {}
 // SAFETY: As above.
-unsafe impl Sync for Req {}
+unsafe impl<C: IoCon> Sync for Req<C> {}
 
-impl Drop for Req {
+impl<C: IoCon> Drop for Req<C> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the MR is live; no posted request
         // uses it (the QPs are drained first).
@@ -157,7 +196,7 @@ impl Drop for Req {
     }
 }
 
-impl Req {
+impl<C: IoCon> Req<C> {
     /// A copy of the slot's IO description.
     ///
     /// # Safety
@@ -186,8 +225,8 @@ impl Req {
 
 /// One path's IO state: `reqs`, the server chunks (`rbufs`), and the
 /// numbers IO needs, readable without locks.
-pub(crate) struct IoCtx {
-    reqs: KVec<Req>,
+pub(crate) struct IoCtx<C: IoCon> {
+    reqs: KVec<Req<C>>,
     rbuf_addr: KVec<u64>,
     rbuf_rkey: KVec<AtomicU32>,
     layout: RtrsChunkLayout,
@@ -200,9 +239,9 @@ pub(crate) struct IoCtx {
 
 // SAFETY: `ib_dev` is a registered device kept by `_dev`; the rest is
 // `Sync` or immutable.
-unsafe impl Send for IoCtx {}
+unsafe impl<C: IoCon> Send for IoCtx<C> {}
 // SAFETY: As above.
-unsafe impl Sync for IoCtx {}
+unsafe impl<C: IoCon> Sync for IoCtx<C> {}
 
 /// One request as `rtrs_clt_request` got it (or as failover takes it
 /// back from a failed path, with the user header from the old slot's IU).
@@ -221,7 +260,7 @@ pub(crate) struct ReqDesc<'a> {
     pub(crate) mem_id: u32,
 }
 
-impl IoCtx {
+impl<C: IoCon> IoCtx<C> {
     /// `alloc_path_reqs`: per chunk a header IU of `max_hdr_size` bytes and
     /// an MR of `max_pages_per_mr` pages.
     pub(crate) fn new(
@@ -242,7 +281,7 @@ impl IoCtx {
         let hdr = usize::try_from(params.max_hdr_size).map_err(|_| EINVAL)?;
         let mut reqs = KVec::with_capacity(qd, GFP_KERNEL)?;
         for _ in 0..qd {
-            let iu = Iu::<RdmaDone>::alloc(dev, hdr, bindings::dma_data_direction_DMA_TO_DEVICE)?;
+            let iu = Iu::<ReqDone<C>>::alloc(dev, hdr, bindings::dma_data_direction_DMA_TO_DEVICE)?;
             // SAFETY: The PD is live (`dev`).
             let mr = from_err_ptr(unsafe {
                 bindings::ib_alloc_mr(
@@ -263,7 +302,7 @@ impl IoCtx {
             reqs.push(
                 Req {
                     inv_cqe: Opaque::new(bindings::ib_cqe {
-                        done: Some(inv_rkey_done),
+                        done: Some(inv_rkey_done::<C>),
                     }),
                     iu,
                     mr,
@@ -317,7 +356,7 @@ impl IoCtx {
     /// `rtrs_clt_init_req` + `rtrs_clt_read_req`/`rtrs_clt_write_req` on
     /// `con`. On error the slot is free again and nothing was posted.
     /// `min_inflight`: the session's policy is MIN_INFLIGHT (`req->mp_policy`).
-    pub(crate) fn submit(&self, con: &Con, a: &ReqDesc<'_>, min_inflight: bool) -> Result {
+    pub(crate) fn submit(&self, con: &C, a: &ReqDesc<'_>, min_inflight: bool) -> Result {
         let idx = usize::try_from(a.mem_id).map_err(|_| EINVAL)?;
         let (Some(req), Some(&raddr), Some(rkey)) = (
             self.reqs.get(idx),
@@ -347,9 +386,9 @@ impl IoCtx {
 
     fn do_submit(
         &self,
-        con: &Con,
+        con: &C,
         qp: *mut bindings::ib_qp,
-        req: &Req,
+        req: &Req<C>,
         rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
         min_inflight: bool,
@@ -423,9 +462,9 @@ impl IoCtx {
     #[allow(clippy::too_many_arguments)]
     fn post(
         &self,
-        con: &Con,
+        con: &C,
         qp: *mut bindings::ib_qp,
-        req: &Req,
+        req: &Req<C>,
         rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
         count: c_int,
@@ -524,7 +563,7 @@ impl IoCtx {
         // rtrs_clt_update_all_stats, before posting: usr_len + data_len as
         // unsigned int, and the in-flight count.
         let len = u64::from(a.usr_len.saturating_add(a.data_len) as u32);
-        con.path().stats.update_all(a.read, len, min_inflight);
+        con.stats().update_all(a.read, len, min_inflight);
         let mut wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
@@ -565,14 +604,14 @@ impl IoCtx {
         let res = unsafe { post_send_raw(qp, head) };
         if let Err(e) = res {
             if min_inflight {
-                con.path().stats.dec_inflight();
+                con.stats().dec_inflight();
             }
             pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
         }
         res
     }
 
-    fn unmap(&self, req: &Req) {
+    fn unmap(&self, req: &Req<C>) {
         // SAFETY: The caller owns the slot.
         let io = unsafe { req.io() };
         let Ok(n) = c_int::try_from(io.sg_cnt) else {
@@ -583,7 +622,7 @@ impl IoCtx {
     }
 
     /// `process_io_rsp`. CQ context.
-    pub(crate) fn process_io_rsp(&self, con: &Con, msg_id: u32, errno: i32, w_inval: bool) {
+    pub(crate) fn process_io_rsp(&self, con: &C, msg_id: u32, errno: i32, w_inval: bool) {
         let Some(req) = usize::try_from(msg_id).ok().and_then(|i| self.reqs.get(i)) else {
             pr_err_rl!("{}: IO response for bad msg_id {}\n", con.sess(), msg_id);
             return;
@@ -596,7 +635,7 @@ impl IoCtx {
 
     /// `complete_rdma_req(req, errno, notify = true, can_wait = false)`.
     /// CQ context.
-    fn complete_rdma_req(&self, con: &Con, req: &Req, errno: i32) {
+    fn complete_rdma_req(&self, con: &C, req: &Req<C>, errno: i32) {
         if !req.in_use.load(Ordering::Acquire) {
             return;
         }
@@ -631,7 +670,7 @@ impl IoCtx {
             return;
         }
         if io.min_inflight {
-            con.path().stats.dec_inflight();
+            con.stats().dec_inflight();
         }
         req.in_use.store(false, Ordering::Release);
         if errno != 0 {
@@ -660,7 +699,7 @@ impl IoCtx {
     /// `failover`; if that fails, `conf` gets its errno.
     pub(crate) fn fail_outstanding(
         &self,
-        stats: &crate::stats::PathStats,
+        stats: &PathStats,
         mut failover: impl FnMut(&ReqDesc<'_>) -> Result,
     ) {
         for (i, req) in self.reqs.iter().enumerate() {
@@ -709,7 +748,7 @@ impl IoCtx {
     }
 
     /// `rtrs_inv_rkey`: a signaled IB_WR_LOCAL_INV of the slot's MR.
-    fn post_inv(&self, con: &Con, req: &Req) -> Result {
+    fn post_inv(&self, con: &C, req: &Req<C>) -> Result {
         let qp = con.qp_raw();
         if qp.is_null() {
             return Err(econnaborted());

@@ -24,8 +24,8 @@ use kernel::prelude::*;
 use kernel::sync::Mutex;
 
 use crate::bindings;
-use crate::clt::{Path, PathShared, RtrsCltState};
-use crate::io::{IoCtx, ReqDesc};
+use crate::clt::{IoCtx, Path, PathShared, RtrsCltState};
+use crate::io::ReqDesc;
 use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sync::{RcuBox, RcuGuard};
