@@ -215,6 +215,7 @@ struct rtrs_rs_dwork {
 	struct delayed_work dw;
 	void (*fn)(struct rtrs_rs_dwork *w, void *ctx);
 	void *ctx;
+	struct workqueue_struct *wq;
 };
 
 static void rtrs_rs_dwork_fn(struct work_struct *work)
@@ -227,7 +228,7 @@ static void rtrs_rs_dwork_fn(struct work_struct *work)
 
 struct rtrs_rs_dwork *rtrs_rs_dwork_alloc(void (*fn)(struct rtrs_rs_dwork *w,
 						     void *ctx),
-					  void *ctx)
+					  void *ctx, struct workqueue_struct *wq)
 {
 	struct rtrs_rs_dwork *w = kzalloc(sizeof(*w), GFP_KERNEL);
 
@@ -235,14 +236,14 @@ struct rtrs_rs_dwork *rtrs_rs_dwork_alloc(void (*fn)(struct rtrs_rs_dwork *w,
 		return NULL;
 	w->fn = fn;
 	w->ctx = ctx;
+	w->wq = wq;
 	INIT_DELAYED_WORK(&w->dw, rtrs_rs_dwork_fn);
 	return w;
 }
 
-void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, struct workqueue_struct *wq,
-			 unsigned int delay_ms)
+void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, unsigned int delay_ms)
 {
-	queue_delayed_work(wq, &w->dw, msecs_to_jiffies(delay_ms));
+	queue_delayed_work(w->wq, &w->dw, msecs_to_jiffies(delay_ms));
 }
 
 void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w)

@@ -100,17 +100,15 @@ int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
 void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr);
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
 
-/* A delayed work calling fn(w, ctx) (6.12's Rust crate has no DelayedWork). */
+/* A delayed work on wq calling fn(w, ctx) (6.12's Rust crate has no DelayedWork). */
 struct rtrs_rs_dwork;
 struct workqueue_struct;
 struct rtrs_rs_dwork *rtrs_rs_dwork_alloc(void (*fn)(struct rtrs_rs_dwork *w,
 						     void *ctx),
-					  void *ctx);
-void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, struct workqueue_struct *wq,
-			 unsigned int delay_ms);
+					  void *ctx, struct workqueue_struct *wq);
+void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, unsigned int delay_ms);
 /* cancel_delayed_work_sync(), then kfree(). */
 void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w);
-/* cancel_delayed_work_sync() and flush_delayed_work(). */
 void rtrs_rs_dwork_cancel_sync(struct rtrs_rs_dwork *w);
 bool rtrs_rs_dwork_flush(struct rtrs_rs_dwork *w);
 

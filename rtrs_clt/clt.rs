@@ -47,6 +47,7 @@ use crate::verbs::{
     post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
     QpSizes,
 };
+use crate::wq::{DelayedWork, WorkItem, WorkRef};
 
 /// A path's IO context, on its connections.
 pub(crate) type IoCtx = io::IoCtx<Con>;
@@ -154,11 +155,10 @@ pub(crate) struct PathShared {
     /// this path was established, so later reconnects may create the
     /// session on the server again.
     for_new_clt: AtomicBool,
-    /// The session path's `err_recovery_work` and `close_work`, queued on
-    /// `hb_wq` by `error_recovery` and DEVICE_REMOVAL; null until the owner
-    /// sets them up (`set_works`), which keeps them until the path is freed.
-    err_recovery_work: AtomicPtr<bindings::rtrs_rs_dwork>,
-    close_work: AtomicPtr<bindings::rtrs_rs_dwork>,
+    /// The session path's `err_recovery_work` and `close_work` (their
+    /// code is the owner's), queued by `error_recovery` and DEVICE_REMOVAL.
+    err_recovery_work: DelayedWork,
+    close_work: DelayedWork,
     pool: Arc<DevPool>,
     /// `RtrsCltState` as u8.
     state: AtomicU8,
@@ -179,8 +179,9 @@ pub(crate) struct PathShared {
     pub(crate) hb_last_sent_ns: AtomicI64,
     /// `clt_path->stats`: outlives the path's sysfs files.
     pub(crate) stats: PathStats,
-    /// `s.hb_wq`: the workqueue of the heartbeat and recovery works.
-    hb_wq: AtomicPtr<bindings::workqueue_struct>,
+    /// `s.hb_wq`: the workqueue of the heartbeat and recovery works,
+    /// which outlives the path.
+    hb_wq: *mut bindings::workqueue_struct,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), published once the
     /// path is connected; `Path::teardown` takes them out after every QP
     /// is drained and frees them after a grace period.
@@ -202,46 +203,71 @@ pub(crate) struct PathShared {
 }
 
 // SAFETY: `dst_addr` and `src_addr` are plain data never written after
-// init; every other field is an atomic, a mutex, a completion, an RCU box
-// or immutable.
+// init; `hb_wq` is a workqueue, usable from any thread; every other field
+// is an atomic, a mutex, a completion, an RCU box, a work or immutable.
 unsafe impl Send for PathShared {}
 // SAFETY: As above.
 unsafe impl Sync for PathShared {}
 
+/// What a new path is made from (`alloc_path`'s arguments).
+pub(crate) struct PathArgs<'a> {
+    pub(crate) pool: &'a Arc<DevPool>,
+    pub(crate) sessname: &'a CStr,
+    pub(crate) src: &'a bindings::__kernel_sockaddr_storage,
+    pub(crate) dst: &'a bindings::__kernel_sockaddr_storage,
+    pub(crate) paths_uuid: [u8; 16],
+    /// The session is new to the server (`for_new_clt`).
+    pub(crate) for_new_clt: bool,
+    pub(crate) nr_poll_queues: u32,
+}
+
+/// `WorkItem` ids of a path owner's works.
+pub(crate) const ERR_RECOVERY_WORK: u64 = 0;
+pub(crate) const CLOSE_WORK: u64 = 1;
+
 impl PathShared {
-    /// `alloc_path` minus the connections: the state is CONNECTING.
-    pub(crate) fn new(
-        pool: &Arc<DevPool>,
-        sessname: &CStr,
-        src: &bindings::__kernel_sockaddr_storage,
-        dst: &bindings::__kernel_sockaddr_storage,
-        paths_uuid: [u8; 16],
-        for_new_clt: bool,
-        nr_poll_queues: u32,
-    ) -> Result<Pin<KBox<Self>>> {
+    /// `alloc_path` minus the connections: the state is CONNECTING. The
+    /// recovery and close works run `owner`'s code on `wq`.
+    ///
+    /// # Safety
+    ///
+    /// `owner` and `wq` outlive the returned `PathShared` (`owner` may
+    /// still be initialising: no work is queued before the path connects).
+    pub(crate) unsafe fn new<T>(
+        a: &PathArgs<'_>,
+        owner: *const T,
+        wq: *mut bindings::workqueue_struct,
+    ) -> Result<Pin<KBox<Self>>>
+    where
+        T: WorkItem<ERR_RECOVERY_WORK> + WorkItem<CLOSE_WORK>,
+    {
         // One admin connection, one per CPU id, then the poll ones.
         let irq_con_num = u16::try_from(nr_cpu_ids())
             .ok()
             .and_then(|n| n.checked_add(1))
             .ok_or(EINVAL)?;
-        let con_num = u16::try_from(nr_poll_queues)
+        let con_num = u16::try_from(a.nr_poll_queues)
             .ok()
             .and_then(|n| n.checked_add(irq_con_num))
             .ok_or(EINVAL)?;
         KBox::pin_init(
             try_pin_init!(PathShared {
-                sessname: CString::try_from_fmt(fmt!("{}", sessname))?,
+                sessname: CString::try_from_fmt(fmt!("{}", a.sessname))?,
                 uuid: uuid_gen(),
-                paths_uuid,
-                dst_addr: *dst,
-                src_addr: *src,
+                paths_uuid: a.paths_uuid,
+                dst_addr: *a.dst,
+                src_addr: *a.src,
                 con_num,
                 irq_con_num,
                 recon_cnt: AtomicU16::new(0),
-                for_new_clt: AtomicBool::new(for_new_clt),
-                err_recovery_work: AtomicPtr::new(core::ptr::null_mut()),
-                close_work: AtomicPtr::new(core::ptr::null_mut()),
-                pool: pool.clone(),
+                for_new_clt: AtomicBool::new(a.for_new_clt),
+                // SAFETY: The caller's contract.
+                err_recovery_work: unsafe {
+                    DelayedWork::new::<T, ERR_RECOVERY_WORK>(owner, wq)
+                }?,
+                // SAFETY: As above.
+                close_work: unsafe { DelayedWork::new::<T, CLOSE_WORK>(owner, wq) }?,
+                pool: a.pool.clone(),
                 state: AtomicU8::new(RtrsCltState::Connecting as u8),
                 connected_cnt: AtomicI32::new(0),
                 signal_interval: AtomicU32::new(SERVICE_CON_QUEUE_DEPTH),
@@ -251,7 +277,7 @@ impl PathShared {
                 hb_missed_cnt: AtomicU32::new(0),
                 hb_cur_latency_ns: AtomicI64::new(0),
                 hb_last_sent_ns: AtomicI64::new(0),
-                hb_wq: AtomicPtr::new(core::ptr::null_mut()),
+                hb_wq: wq,
                 stats: PathStats::new()?,
                 io: RcuBox::empty(),
                 state_changed <- Completion::new(),
@@ -351,7 +377,7 @@ impl PathShared {
     /// moves to CONNECTING_ERR for the connecting thread.
     pub(crate) fn error_recovery(&self) {
         if self.update_state(path_state::rdma_error_recovery) == ErrorRecovery::Reconnecting {
-            self.queue_work(&self.err_recovery_work, 0);
+            self.err_recovery_work.queue(0);
         }
     }
 
@@ -359,36 +385,18 @@ impl PathShared {
     /// the close work does the rest.
     pub(crate) fn close_conns_nowait(&self) {
         if self.change_state(RtrsCltState::Closing) {
-            self.queue_work(&self.close_work, 0);
+            self.close_work.queue(0);
         }
     }
 
-    fn queue_work(&self, w: &AtomicPtr<bindings::rtrs_rs_dwork>, delay_ms: u32) {
-        let w = w.load(Ordering::Acquire);
-        let wq = self.hb_wq.load(Ordering::Acquire);
-        if !w.is_null() && !wq.is_null() {
-            // SAFETY: Set by `set_works`, whose caller keeps both until the
-            // path is freed (it cancels them first).
-            unsafe { bindings::rtrs_rs_dwork_queue(w, wq, delay_ms) };
-        }
+    /// The close work, for the owner to flush.
+    pub(crate) fn close_work(&self) -> &DelayedWork {
+        &self.close_work
     }
 
-    /// Publishes the owner's recovery and close works and the workqueue.
-    ///
-    /// # Safety
-    ///
-    /// `err_recovery` and `close` stay valid until this `PathShared` is
-    /// dropped, and are cancelled by the owner before it is; `wq` outlives it.
-    pub(crate) unsafe fn set_works(
-        &self,
-        err_recovery: *mut bindings::rtrs_rs_dwork,
-        close: *mut bindings::rtrs_rs_dwork,
-        wq: *mut bindings::workqueue_struct,
-    ) {
-        self.hb_wq.store(wq, Ordering::Release);
-        self.err_recovery_work
-            .store(err_recovery, Ordering::Release);
-        self.close_work.store(close, Ordering::Release);
+    /// The recovery work, for the owner to queue and cancel.
+    pub(crate) fn err_recovery_work(&self) -> &DelayedWork {
+        &self.err_recovery_work
     }
 
     /// `rtrs_clt_change_state_get_old`: (changed, old state).
@@ -981,14 +989,13 @@ impl Con {
 
 /// `hb_work` of rtrs.c, on cid 0: sends HB_MSG every `RTRS_HB_INTERVAL_MS`
 /// unless the last one is still unanswered; any receive clears the count.
-///
-/// # Safety
-///
-/// `ctx` is the cid 0 `Con` of a path whose `Path::stop_hb` has not returned
-/// (it cancels this work synchronously before the connection goes).
-unsafe extern "C" fn hb_work(w: *mut bindings::rtrs_rs_dwork, ctx: *mut kernel::ffi::c_void) {
-    // SAFETY: By the function's contract.
-    let con = unsafe { &*ctx.cast::<Con>() };
+impl WorkItem for Con {
+    fn run(&self, work: &WorkRef<'_>) {
+        hb_work(self, work);
+    }
+}
+
+fn hb_work(con: &Con, work: &WorkRef<'_>) {
     let path = con.path();
     let mut act = HbAction::Reschedule;
     // A receive completion may reset the count meanwhile: the tick then
@@ -1026,10 +1033,7 @@ unsafe extern "C" fn hb_work(w: *mut bindings::rtrs_rs_dwork, ctx: *mut kernel::
             }
         }
     }
-    let wq = path.hb_wq.load(Ordering::Acquire);
-    // SAFETY: `w` is this work and `wq` the module's workqueue, which
-    // outlives every path.
-    unsafe { bindings::rtrs_rs_dwork_queue(w, wq, RTRS_HB_INTERVAL_MS) };
+    work.queue(RTRS_HB_INTERVAL_MS);
 }
 
 impl CmHandler for Con {
@@ -1280,15 +1284,15 @@ pub(crate) struct Path {
     /// In creation order (cid).
     cons: KVec<ConSlot>,
     info_ius: Option<InfoIus>,
-    /// The heartbeat work (`hb_dwork`), while started.
-    hb: Option<NonNull<bindings::rtrs_rs_dwork>>,
+    /// The heartbeat work (`hb_dwork`) on cid 0, while started.
+    hb: Option<DelayedWork>,
     shared: NonNull<PathShared>,
 }
 
-// SAFETY: `hb` is only used by the path's owner (start/stop); everything
-// else is `Send`/`Sync` already.
+// SAFETY: `shared` is only read (`PathShared` is `Sync`); everything else
+// is `Send`/`Sync` already.
 unsafe impl Send for Path {}
-// SAFETY: As above: `&Path` never touches `hb`.
+// SAFETY: As above.
 unsafe impl Sync for Path {}
 
 impl Path {
@@ -1336,32 +1340,25 @@ impl Path {
         self.cons.get(cid).map(|s| &*s.con)
     }
 
-    /// `rtrs_start_hb` on cid 0, on the workqueue `wq` (which must outlive
-    /// the path).
-    pub(crate) fn start_hb(&mut self, wq: *mut bindings::workqueue_struct) -> Result {
+    /// `rtrs_start_hb` on cid 0, on the path's workqueue.
+    pub(crate) fn start_hb(&mut self) -> Result {
         if self.hb.is_some() {
             return Ok(());
         }
         let con0: *const Con = self.con(0).ok_or(EINVAL)?;
-        self.shared().hb_wq.store(wq, Ordering::Release);
-        self.shared().hb_missed_cnt.store(0, Ordering::Release);
-        // SAFETY: `hb_work` matches the callback type; `con0` stays valid
-        // until `stop_hb` cancels the work (before the connections go).
-        let w = unsafe { bindings::rtrs_rs_dwork_alloc(Some(hb_work), con0.cast_mut().cast()) };
-        let w = NonNull::new(w).ok_or(ENOMEM)?;
-        // SAFETY: `w` was just allocated; `wq` outlives the path (caller).
-        unsafe { bindings::rtrs_rs_dwork_queue(w.as_ptr(), wq, RTRS_HB_INTERVAL_MS) };
+        let shared = self.shared();
+        shared.hb_missed_cnt.store(0, Ordering::Release);
+        // SAFETY: `con0` (boxed in `cons`) stays until `stop_hb` drops the
+        // work, before the connections go; `hb_wq` outlives the path.
+        let w = unsafe { DelayedWork::new::<Con, 0>(con0, shared.hb_wq) }?;
+        w.queue(RTRS_HB_INTERVAL_MS);
         self.hb = Some(w);
         Ok(())
     }
 
     /// `rtrs_stop_hb`: cancels the heartbeat work and waits for it.
     fn stop_hb(&mut self) {
-        if let Some(w) = self.hb.take() {
-            // SAFETY: From `rtrs_rs_dwork_alloc`; freed once here, after the
-            // synchronous cancel (the work requeues itself only while running).
-            unsafe { bindings::rtrs_rs_dwork_free(w.as_ptr()) };
-        }
+        drop(self.hb.take());
         self.shared().hb_missed_cnt.store(0, Ordering::Release);
     }
 

@@ -15,20 +15,22 @@
 //! and before `Con::con_mutex`).
 
 use core::pin::Pin;
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-use kernel::ffi::c_void;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
 
 use crate::bindings;
-use crate::clt::{IoCtx, Path, PathShared, RtrsCltState};
+use crate::clt::{IoCtx, Path, PathArgs, PathShared, RtrsCltState, CLOSE_WORK, ERR_RECOVERY_WORK};
 use crate::io::ReqDesc;
 use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sync::{RcuBox, RcuGuard};
+use crate::wq::{DelayedWork, WorkItem, WorkRef};
+
+/// `WorkItem` id of `reconnect_dwork` (after the ones `PathShared` holds).
+const RECONNECT_WORK: u64 = 2;
 
 /// What a path asks of the session that owns it (C's `path->clt`). The
 /// session implements it, so that a path does not depend on the session's
@@ -43,49 +45,6 @@ pub(crate) trait PathOwner: Sync {
     fn failover_req(&self, r: &ReqDesc<'_>) -> Result;
     /// The session's `max_reconnect_attempts` (user value).
     fn max_reconnect_attempts(&self) -> i32;
-}
-
-/// A delayed work owned by a [`SessPath`], freed (after a synchronous
-/// cancel) on drop.
-///
-/// # Invariants
-///
-/// The pointer came from `rtrs_rs_dwork_alloc` and is freed only in drop.
-struct DWork(NonNull<bindings::rtrs_rs_dwork>);
-
-impl DWork {
-    fn new<O: PathOwner>(
-        f: unsafe extern "C" fn(*mut bindings::rtrs_rs_dwork, *mut c_void),
-        ctx: *const SessPath<O>,
-    ) -> Result<Self> {
-        // SAFETY: `f` matches the callback type; `ctx` outlives the work
-        // (the `SessPath` owns it and cancels it when dropped).
-        let w = unsafe { bindings::rtrs_rs_dwork_alloc(Some(f), ctx.cast_mut().cast()) };
-        Ok(Self(NonNull::new(w).ok_or(ENOMEM)?))
-    }
-
-    fn queue(&self, wq: *mut bindings::workqueue_struct, delay_ms: u32) {
-        // SAFETY: By the type invariant; `wq` is the module's workqueue,
-        // which outlives every session.
-        unsafe { bindings::rtrs_rs_dwork_queue(self.0.as_ptr(), wq, delay_ms) };
-    }
-
-    fn cancel_sync(&self) {
-        // SAFETY: By the type invariant.
-        unsafe { bindings::rtrs_rs_dwork_cancel_sync(self.0.as_ptr()) };
-    }
-
-    fn flush(&self) {
-        // SAFETY: By the type invariant.
-        unsafe { bindings::rtrs_rs_dwork_flush(self.0.as_ptr()) };
-    }
-}
-
-impl Drop for DWork {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant; freed once.
-        unsafe { bindings::rtrs_rs_dwork_free(self.0.as_ptr()) };
-    }
 }
 
 /// One path of a session, from `rtrs_clt_open` (or `add_path`) until the
@@ -104,7 +63,6 @@ pub(crate) struct SessPath<O: PathOwner> {
     cur: RcuBox<Path>,
     /// The session, once it exists (set by `Sess::open`).
     sess: AtomicPtr<O>,
-    wq: *mut bindings::workqueue_struct,
     /// `reconnect_delay_sec` of the session.
     reconnect_delay_sec: u32,
     /// The session's `max_reconnect_attempts` (user value) as open was
@@ -113,13 +71,13 @@ pub(crate) struct SessPath<O: PathOwner> {
     /// `init_mutex`.
     #[pin]
     init: Mutex<()>,
-    err_recovery: Option<DWork>,
-    reconnect: Option<DWork>,
-    close: Option<DWork>,
+    /// `reconnect_dwork` (`err_recovery_work` and `close_work` are in
+    /// `shared`, which queues them).
+    reconnect: DelayedWork,
 }
 
-// SAFETY: `wq` is the module's workqueue, usable from any thread; `cur` and
-// `sess` follow the type invariant; the rest is `Send`/`Sync`.
+// SAFETY: `cur` and `sess` follow the type invariant; the rest is
+// `Send`/`Sync`.
 unsafe impl<O: PathOwner> Send for SessPath<O> {}
 // SAFETY: As above.
 unsafe impl<O: PathOwner> Sync for SessPath<O> {}
@@ -129,105 +87,71 @@ impl<O: PathOwner> PinnedDrop for SessPath<O> {
     fn drop(self: Pin<&mut Self>) {
         // The works reference us: stop them first (close_conns ran already,
         // so none requeues), then anything still connected goes.
-        for w in [&self.close, &self.err_recovery, &self.reconnect]
-            .into_iter()
-            .flatten()
-        {
-            w.cancel_sync();
-        }
+        self.shared.close_work().cancel_sync();
+        self.shared.err_recovery_work().cancel_sync();
+        self.reconnect.cancel_sync();
         self.stop_and_destroy_conns();
     }
 }
 
-/// `err_recovery_work`.
-///
-/// # Safety
-///
-/// `ctx` is the live `SessPath` owning the work.
-unsafe extern "C" fn err_recovery_work<O: PathOwner>(
-    _w: *mut bindings::rtrs_rs_dwork,
-    ctx: *mut c_void,
-) {
-    // SAFETY: By the function's contract.
-    let sp = unsafe { &*ctx.cast::<SessPath<O>>() };
-    sp.stop_and_destroy_conns();
-    // SAFETY: No preconditions.
-    let jitter = unsafe { bindings::rtrs_rs_get_random_u32_below(RTRS_RECONNECT_SEED) };
-    let delay = path_state::reconnect_delay_ms(sp.reconnect_delay_sec, jitter);
-    if let Some(w) = sp.reconnect.as_ref() {
-        w.queue(sp.wq, delay);
+/// `err_recovery_work`: tears the connections down, then reconnects after
+/// `reconnect_delay_sec` with jitter.
+impl<O: PathOwner> WorkItem<ERR_RECOVERY_WORK> for SessPath<O> {
+    fn run(&self, _work: &WorkRef<'_>) {
+        self.stop_and_destroy_conns();
+        // SAFETY: No preconditions.
+        let jitter = unsafe { bindings::rtrs_rs_get_random_u32_below(RTRS_RECONNECT_SEED) };
+        self.reconnect.queue(path_state::reconnect_delay_ms(
+            self.reconnect_delay_sec,
+            jitter,
+        ));
     }
 }
 
 /// `reconnect_dwork`.
-///
-/// # Safety
-///
-/// As `err_recovery_work`.
-unsafe extern "C" fn reconnect_work<O: PathOwner>(
-    _w: *mut bindings::rtrs_rs_dwork,
-    ctx: *mut c_void,
-) {
-    // SAFETY: By the function's contract.
-    let sp = unsafe { &*ctx.cast::<SessPath<O>>() };
-    sp.reconnect_work();
+impl<O: PathOwner> WorkItem<RECONNECT_WORK> for SessPath<O> {
+    fn run(&self, _work: &WorkRef<'_>) {
+        self.reconnect_work();
+    }
 }
 
 /// `close_work`.
-///
-/// # Safety
-///
-/// As `err_recovery_work`.
-unsafe extern "C" fn close_work<O: PathOwner>(_w: *mut bindings::rtrs_rs_dwork, ctx: *mut c_void) {
-    // SAFETY: By the function's contract.
-    let sp = unsafe { &*ctx.cast::<SessPath<O>>() };
-    if let Some(w) = sp.err_recovery.as_ref() {
-        w.cancel_sync();
+impl<O: PathOwner> WorkItem<CLOSE_WORK> for SessPath<O> {
+    fn run(&self, _work: &WorkRef<'_>) {
+        self.shared.err_recovery_work().cancel_sync();
+        self.reconnect.cancel_sync();
+        self.stop_and_destroy_conns();
+        self.shared.change_state(RtrsCltState::Closed);
     }
-    if let Some(w) = sp.reconnect.as_ref() {
-        w.cancel_sync();
-    }
-    sp.stop_and_destroy_conns();
-    sp.shared.change_state(RtrsCltState::Closed);
 }
 
 impl<O: PathOwner> SessPath<O> {
-    /// `alloc_path` around `shared` (see `PathShared::new`): not connected
-    /// yet (see `init_path`); its works run on `wq`.
+    /// `alloc_path`: not connected yet (see `init_path`); its works run
+    /// on `wq`, which outlives it.
     pub(crate) fn new(
-        shared: Pin<KBox<PathShared>>,
+        args: &PathArgs<'_>,
         wq: *mut bindings::workqueue_struct,
         reconnect_delay_sec: u32,
         max_reconnect_attempts: i32,
     ) -> Result<Pin<KBox<Self>>> {
-        let mut sp = KBox::pin_init(
-            try_pin_init!(SessPath {
-                shared,
+        KBox::pin_init(
+            try_pin_init!(&this in SessPath::<O> {
+                // SAFETY: The works in `shared` and `reconnect` are fields of
+                // the `SessPath` at `this`, dropped with it (after `drop`
+                // cancelled them) and not queued before it is initialised.
+                shared: unsafe { PathShared::new(args, this.as_ptr().cast_const(), wq) }?,
                 cur: RcuBox::empty(),
                 sess: AtomicPtr::new(core::ptr::null_mut()),
-                wq,
                 reconnect_delay_sec,
                 open_max_reconnect_attempts: max_reconnect_attempts,
                 init <- new_mutex!((), "rtrs_rs_init_mutex"),
-                err_recovery: None,
-                reconnect: None,
-                close: None,
+                // SAFETY: As above.
+                reconnect: unsafe {
+                    DelayedWork::new::<Self, RECONNECT_WORK>(this.as_ptr().cast_const(), wq)
+                }?,
             }? Error),
             GFP_KERNEL,
-        )?;
-        let p: *const Self = &*sp;
-        let er = DWork::new(err_recovery_work::<O>, p)?;
-        let rc = DWork::new(reconnect_work::<O>, p)?;
-        let cl = DWork::new(close_work::<O>, p)?;
-        // SAFETY: The works are fields, not structurally pinned.
-        let m = unsafe { sp.as_mut().get_unchecked_mut() };
-        // SAFETY: The works live as long as `shared` (fields of the same
-        // struct, cancelled in drop before `shared` goes); `wq` outlives us.
-        unsafe { m.shared.set_works(er.0.as_ptr(), cl.0.as_ptr(), wq) };
-        m.err_recovery = Some(er);
-        m.reconnect = Some(rc);
-        m.close = Some(cl);
-        Ok(sp)
+        )
     }
 
     /// What survives reconnects.
@@ -274,7 +198,7 @@ impl<O: PathOwner> SessPath<O> {
                     e
                 )
             })?;
-            path.start_hb(self.wq)?;
+            path.start_hb()?;
             let old = self.cur.replace(Some(KBox::new(path, GFP_KERNEL)?));
             if old.is_some() {
                 // Cannot happen: teardown unpublishes under `init`.
@@ -365,9 +289,7 @@ impl<O: PathOwner> SessPath<O> {
             && self.shared.update_state(path_state::reconnect_failed)
         {
             self.shared.stats.inc_reconnect(false);
-            if let Some(w) = self.err_recovery.as_ref() {
-                w.queue(self.wq, 0);
-            }
+            self.shared.err_recovery_work().queue(0);
         }
     }
 
@@ -383,9 +305,7 @@ impl<O: PathOwner> SessPath<O> {
     pub(crate) fn close_conns(&self, wait: bool) {
         self.shared.close_conns_nowait();
         if wait {
-            if let Some(w) = self.close.as_ref() {
-                w.flush();
-            }
+            self.shared.close_work().flush();
         }
     }
 
@@ -399,14 +319,10 @@ impl<O: PathOwner> SessPath<O> {
             SysfsReconnect::Started => {
                 self.shared.link.lock().sysfs_reconnect_started();
                 self.stop_and_destroy_conns();
-                if let Some(w) = self.reconnect.as_ref() {
-                    w.queue(self.wq, 0);
-                }
+                self.reconnect.queue(0);
             }
         }
-        if let Some(w) = self.reconnect.as_ref() {
-            w.flush();
-        }
+        self.reconnect.flush();
         if self.shared.state() == RtrsCltState::Connected {
             Ok(())
         } else {

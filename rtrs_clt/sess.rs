@@ -22,7 +22,7 @@ use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON};
 use crate::bindings;
-use crate::clt::{PathInfo, PathShared, RtrsCltState};
+use crate::clt::{PathArgs, PathInfo, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize, err_ptr};
 use crate::io::ReqDesc;
 use crate::log::pr_warn_rl;
@@ -738,16 +738,16 @@ impl Sess {
         let dst = unsafe { a.dst.as_ref() }.ok_or(EINVAL)?;
         // SAFETY: As above.
         let src = unsafe { a.src.as_ref() }.copied().unwrap_or_default();
-        let shared = PathShared::new(
-            &g.pool,
+        let args = PathArgs {
+            pool: &g.pool,
             sessname,
-            &src,
+            src: &src,
             dst,
             paths_uuid,
-            first,
+            for_new_clt: first,
             nr_poll_queues,
-        )?;
-        let sp = SessPath::new(shared, g.wq, reconnect_delay_sec, max_reconnect_attempts)?;
+        };
+        let sp = SessPath::new(&args, g.wq, reconnect_delay_sec, max_reconnect_attempts)?;
         sp.init_path()?;
         let info = sp.shared().info().ok_or(EINVAL)?;
         let kobj = Self::create_path_files(dev, &sp)?;
@@ -856,18 +856,18 @@ impl Sess {
             if *closing {
                 return Err(ENODEV);
             }
-            let shared = PathShared::new(
-                &g.pool,
-                &self.sessname,
-                &src,
-                &dst,
-                self.paths_uuid,
+            let args = PathArgs {
+                pool: &g.pool,
+                sessname: &self.sessname,
+                src: &src,
+                dst: &dst,
+                paths_uuid: self.paths_uuid,
                 // A session with no path left is new to the server.
-                self.paths.len() == 0,
-                0,
-            )?;
+                for_new_clt: self.paths.len() == 0,
+                nr_poll_queues: 0,
+            };
             let sp = SessPath::new(
-                shared,
+                &args,
                 g.wq,
                 self.reconnect_delay_sec,
                 self.max_reconnect_attempts(),
