@@ -237,7 +237,7 @@ impl PathShared {
         a: &PathArgs<'_>,
         owner: *const T,
         wq: *mut bindings::workqueue_struct,
-    ) -> Result<Pin<KBox<Self>>>
+    ) -> Result<Arc<Self>>
     where
         T: WorkItem<ERR_RECOVERY_WORK> + WorkItem<CLOSE_WORK>,
     {
@@ -250,7 +250,7 @@ impl PathShared {
             .ok()
             .and_then(|n| n.checked_add(irq_con_num))
             .ok_or(EINVAL)?;
-        KBox::pin_init(
+        Arc::pin_init(
             try_pin_init!(PathShared {
                 sessname: CString::try_from_fmt(fmt!("{}", a.sessname))?,
                 uuid: uuid_gen(),
@@ -447,9 +447,8 @@ pub(crate) struct Con {
     cid: u16,
     /// `con->cpu`.
     cpu: u32,
-    /// The path; valid while this connection lives (`Path` drops its
-    /// connections before its `PathShared`).
-    path: NonNull<PathShared>,
+    /// The path this connection belongs to.
+    path: Arc<PathShared>,
     /// The cm id, for `rdma_notify` from the QP event handler.
     cm_id: AtomicPtr<bindings::rdma_cm_id>,
     /// `cm_err`: 0 pending, 1 established, < 0 errno.
@@ -479,8 +478,8 @@ pub(crate) struct Con {
     con_mutex: Mutex<ConInner>,
 }
 
-// SAFETY: `path` points to a `Sync` value that outlives the connection;
-// `io_comp_cqe` is written only at init; the rest are atomics or locks.
+// SAFETY: `io_comp_cqe` and `fast_reg_cqe` are written only at init; the
+// rest are atomics, locks or `Sync`.
 unsafe impl Send for Con {}
 // SAFETY: As above.
 unsafe impl Sync for Con {}
@@ -500,7 +499,7 @@ unsafe extern "C" fn io_comp_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::
 }
 
 impl Con {
-    fn new(cid: u16, cpu: u32, path: NonNull<PathShared>) -> impl PinInit<Self, Error> {
+    fn new(cid: u16, cpu: u32, path: Arc<PathShared>) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             cid,
             cpu,
@@ -551,8 +550,7 @@ impl Con {
     }
 
     pub(crate) fn path(&self) -> &PathShared {
-        // SAFETY: By the field's documented invariant the path outlives us.
-        unsafe { self.path.as_ref() }
+        &self.path
     }
 
     /// `flag_success_on_conn`.
@@ -1277,39 +1275,26 @@ pub(crate) struct PathInfo {
 /// survives a reconnect, which is in [`PathShared`]), connected by
 /// [`Path::connect`] and torn down by [`Path::teardown`] or drop.
 ///
-/// # Invariants
-///
-/// `shared` outlives the `Path` (see `connect`).
 pub(crate) struct Path {
     /// In creation order (cid).
     cons: KVec<ConSlot>,
     info_ius: Option<InfoIus>,
     /// The heartbeat work (`hb_dwork`) on cid 0, while started.
     hb: Option<DelayedWork>,
-    shared: NonNull<PathShared>,
+    shared: Arc<PathShared>,
 }
-
-// SAFETY: `shared` is only read (`PathShared` is `Sync`); everything else
-// is `Send`/`Sync` already.
-unsafe impl Send for Path {}
-// SAFETY: As above.
-unsafe impl Sync for Path {}
 
 impl Path {
     /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
     /// CONNECTING: connects one admin connection, one per CPU id and the
     /// poll ones, then does the INFO exchange. On error everything is torn
     /// down and the C client's errno returned.
-    ///
-    /// # Safety
-    ///
-    /// `shared` outlives the returned `Path`.
-    pub(crate) unsafe fn connect(shared: &PathShared) -> Result<Self> {
+    pub(crate) fn connect(shared: &Arc<PathShared>) -> Result<Self> {
         let mut path = Path {
             cons: KVec::new(),
             info_ius: None,
             hb: None,
-            shared: NonNull::from(shared),
+            shared: shared.clone(),
         };
         shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
         path.init_conns()?;
@@ -1317,22 +1302,9 @@ impl Path {
         Ok(path)
     }
 
-    /// `shared` not tied to a borrow of `self`, so that the connections can
-    /// change while it is in use.
-    ///
-    /// # Safety
-    ///
-    /// The caller does not use the reference after `self` is gone.
-    unsafe fn shared_detached<'a>(&self) -> &'a PathShared {
-        // SAFETY: By the type invariant `shared` outlives `self`, and the
-        // caller does not outlive `self`.
-        unsafe { self.shared.as_ref() }
-    }
-
     /// What CM handlers and CQ callbacks share.
     pub(crate) fn shared(&self) -> &PathShared {
-        // SAFETY: By the type invariant `shared` outlives us.
-        unsafe { self.shared.as_ref() }
+        &self.shared
     }
 
     /// Connection `cid`.
@@ -1386,15 +1358,15 @@ impl Path {
 
     /// `init_conns`: creates and connects each connection in cid order.
     fn init_conns(&mut self) -> Result {
-        // SAFETY: Used within this method only.
-        let shared: &PathShared = unsafe { self.shared_detached() };
+        // Not borrowed from `self`: the connections change meanwhile.
+        let shared = self.shared.clone();
         let nr_cpus = u32::from(shared.irq_con_num.saturating_sub(1)).max(1);
         for cid in 0..shared.con_num {
             // Connections 0 and 1 both go to the first CPU.
             let cpu = u32::from(cid.saturating_sub(1))
                 .checked_rem(nr_cpus)
                 .unwrap_or(0);
-            let con = KBox::pin_init(Con::new(cid, cpu, NonNull::from(shared)), GFP_KERNEL)?;
+            let con = KBox::pin_init(Con::new(cid, cpu, shared.clone()), GFP_KERNEL)?;
             // SAFETY: All members of the storage union are plain data, and
             // `dst_addr` was filled by inet_pton_with_scope.
             let family = unsafe { shared.dst_addr.__bindgen_anon_1.__bindgen_anon_1.ss_family };
@@ -1416,7 +1388,7 @@ impl Path {
             con.cm_id.store(cm_id.as_ptr(), Ordering::Release);
             self.cons.push(ConSlot { cm_id, con }, GFP_KERNEL)?;
             let slot = self.cons.last().ok_or(EINVAL)?;
-            Self::create_cm(shared, slot).inspect_err(|_| {
+            Self::create_cm(&shared, slot).inspect_err(|_| {
                 shared.change_state(RtrsCltState::ConnectingErr);
             })?;
         }
@@ -1495,8 +1467,8 @@ impl Path {
     }
 
     fn do_send_path_info(&mut self) -> Result {
-        // SAFETY: Used within this method only.
-        let shared: &PathShared = unsafe { self.shared_detached() };
+        // Not borrowed from `self`: the connections change meanwhile.
+        let shared = self.shared.clone();
         let sess = &*shared.sessname;
         let (params, lkey) = {
             let pinner = shared.inner.lock();
@@ -1598,8 +1570,8 @@ impl Path {
     /// (state not CONNECTED, unpublished, `synchronize_rcu`).
     pub(crate) fn teardown(&mut self, fail: impl FnOnce(&IoCtx)) {
         self.stop_hb();
-        // SAFETY: Used within this method only.
-        let shared: &PathShared = unsafe { self.shared_detached() };
+        // Not borrowed from `self`: the connections change meanwhile.
+        let shared = self.shared.clone();
         shared.all_disconnected.reinit();
         for slot in self.cons.iter() {
             // stop_cm; the core's drain polls a poll connection's CQ itself.

@@ -19,7 +19,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 
 use crate::bindings;
 use crate::clt::{IoCtx, Path, PathArgs, PathShared, RtrsCltState, CLOSE_WORK, ERR_RECOVERY_WORK};
@@ -58,7 +58,7 @@ pub(crate) trait PathOwner: Sync {
 #[pin_data(PinnedDrop)]
 pub(crate) struct SessPath<O: PathOwner> {
     /// What survives reconnects; sysfs files and connections point to it.
-    shared: Pin<KBox<PathShared>>,
+    shared: Arc<PathShared>,
     /// The connected `Path`, for IO under RCU; empty while down.
     cur: RcuBox<Path>,
     /// The session, once it exists (set by `Sess::open`).
@@ -136,9 +136,11 @@ impl<O: PathOwner> SessPath<O> {
     ) -> Result<Pin<KBox<Self>>> {
         KBox::pin_init(
             try_pin_init!(&this in SessPath::<O> {
-                // SAFETY: The works in `shared` and `reconnect` are fields of
-                // the `SessPath` at `this`, dropped with it (after `drop`
-                // cancelled them) and not queued before it is initialised.
+                // SAFETY: The works in `shared` and `reconnect` run code of
+                // the `SessPath` at `this` and are not queued before it is
+                // initialised. They go with it: `shared` is shared only with
+                // the connected `Path`, which `drop` tears down (after
+                // cancelling the works) before the fields go.
                 shared: unsafe { PathShared::new(args, this.as_ptr().cast_const(), wq) }?,
                 cur: RcuBox::empty(),
                 sess: AtomicPtr::new(core::ptr::null_mut()),
@@ -182,9 +184,7 @@ impl<O: PathOwner> SessPath<O> {
     pub(crate) fn init_path(&self) -> Result {
         {
             let _g = self.init.lock();
-            // SAFETY: `shared` outlives every `Path` made from it: it is
-            // dropped after `cur` (see drop).
-            let mut path = unsafe { Path::connect(&self.shared) }.inspect_err(|e| {
+            let mut path = Path::connect(&self.shared).inspect_err(|e| {
                 pr_err!(
                     "{}: init_conns() failed: err={}\n",
                     self.shared.sessname(),
