@@ -81,13 +81,17 @@ mod rtrs_core {
 mod sysfs;
 
 mod abi;
+mod addr;
+mod api;
 mod clt;
 mod cm;
 mod error;
 mod io;
+mod kobj;
 mod log;
 mod misc;
 mod path;
+mod permits;
 mod sess;
 mod stats;
 mod sync;

@@ -8,11 +8,9 @@
 //! add/remove path yet), so IO reads the path list without a lock.
 
 use core::pin::Pin;
-use core::ptr::NonNull;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
-use kernel::error::from_err_ptr;
-use kernel::ffi::{c_char, c_int, c_void};
+use kernel::ffi::{c_int, c_void};
 use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -21,14 +19,17 @@ use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON};
+use crate::addr::{from_rtrs_sockaddr, to_rtrs_sockaddr};
 use crate::bindings;
 use crate::clt::{PathArgs, PathInfo, RtrsCltState};
-use crate::error::{ecomm, econnreset, emsgsize, err_ptr};
+use crate::error::{ecomm, econnreset, emsgsize};
 use crate::io::ReqDesc;
+use crate::kobj::{PathKobj, SessDev};
 use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
 use crate::path::PathOwner;
+use crate::permits::{Permits, PutError};
 use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::path_state::{
     PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathLink, RtrsCltPathsUp,
@@ -37,7 +38,7 @@ use crate::rtrs_core::policy::{
     counts_inflight, failover_req, MpPolicy, Offer, PathView, PathViews,
 };
 use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
-use crate::rtrs_core::{imm, sysfs_fmt};
+use crate::rtrs_core::sysfs_fmt;
 use crate::sync::{synchronize_rcu, RcuGuard};
 use crate::verbs::DevPool;
 
@@ -89,303 +90,6 @@ fn globals() -> Option<&'static Globals> {
     // covers every call of the exported API.
     unsafe { GLOBALS.load(Ordering::Acquire).as_ref() }
 }
-
-// ---------------------------------------------------------------------------
-// Permits
-// ---------------------------------------------------------------------------
-
-/// The permit pool (`permits_map`, `permits`, `permits_wait`).
-///
-/// # Invariants
-///
-/// `base` points to `queue_depth * psize` bytes owned by `_store`; `wq` is
-/// an initialised wait queue head freed in drop.
-struct Permits {
-    map: KVec<AtomicU64>,
-    _store: KVec<u64>,
-    base: *mut u8,
-    psize: usize,
-    queue_depth: u32,
-    wq: NonNull<bindings::wait_queue_head>,
-}
-
-// SAFETY: Bit ownership in `map` serialises writes to each permit; the wait
-// queue is thread safe.
-unsafe impl Send for Permits {}
-// SAFETY: As above.
-unsafe impl Sync for Permits {}
-
-impl Drop for Permits {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant; nobody waits any more (close waited).
-        unsafe { bindings::rtrs_rs_waitq_free(self.wq.as_ptr()) };
-    }
-}
-
-impl Permits {
-    /// `alloc_permits`.
-    fn new(queue_depth: u32, pdu_sz: usize) -> Result<Self> {
-        let qd = usize::try_from(queue_depth).map_err(|_| EINVAL)?;
-        // Rounded to 8 bytes so that each permit is aligned (C: unrounded;
-        // identical for rnbd's pdu_sz of 0).
-        let psize = core::mem::size_of::<RtrsPermit>()
-            .checked_add(pdu_sz)
-            .and_then(|v| v.checked_add(7))
-            .ok_or(EINVAL)?
-            & !7usize;
-        let bytes = psize.checked_mul(qd).ok_or(ENOMEM)?;
-        let mut store = KVec::from_elem(0u64, bytes.div_ceil(8).max(1), GFP_KERNEL)?;
-        let base = store.as_mut_ptr().cast::<u8>();
-        let words = qd.div_ceil(64);
-        let mut map = KVec::with_capacity(words, GFP_KERNEL)?;
-        for _ in 0..words {
-            map.push(AtomicU64::new(0), GFP_KERNEL)?;
-        }
-        // SAFETY: No preconditions.
-        let wq = NonNull::new(unsafe { bindings::rtrs_rs_waitq_alloc() }).ok_or(ENOMEM)?;
-        let p = Self {
-            map,
-            _store: store,
-            base,
-            psize,
-            queue_depth,
-            wq,
-        };
-        for i in 0..queue_depth {
-            let mem_off = imm::rtrs_permit_mem_off(queue_depth, i).map_err(|_| EINVAL)?;
-            let permit = p.permit(i).ok_or(EINVAL)?;
-            // SAFETY: In bounds (`permit`), aligned, and not shared yet.
-            unsafe {
-                permit.write(RtrsPermit {
-                    con_type: 0,
-                    cpu_id: 0,
-                    mem_id: i,
-                    mem_off,
-                })
-            };
-        }
-        Ok(p)
-    }
-
-    fn permit(&self, i: u32) -> Option<*mut RtrsPermit> {
-        if i >= self.queue_depth {
-            return None;
-        }
-        let off = usize::try_from(i).ok()?.checked_mul(self.psize)?;
-        // SAFETY: `off` is below `queue_depth * psize`, inside the storage.
-        Some(unsafe { self.base.add(off) }.cast())
-    }
-
-    /// The index of `p` if it is one of ours.
-    fn index_of(&self, p: *const RtrsPermit) -> Option<u32> {
-        let off = (p as usize).checked_sub(self.base as usize)?;
-        if off.checked_rem(self.psize) != Some(0) {
-            return None;
-        }
-        let i = u32::try_from(off.checked_div(self.psize)?).ok()?;
-        (i < self.queue_depth).then_some(i)
-    }
-
-    /// `__rtrs_get_permit`.
-    fn try_get(&self, con_type: u32) -> Option<*mut RtrsPermit> {
-        loop {
-            let mut found = None;
-            for (w, word) in self.map.iter().enumerate() {
-                let v = word.load(Ordering::Relaxed);
-                if v == u64::MAX {
-                    continue;
-                }
-                let bit = (!v).trailing_zeros();
-                let idx = w.checked_mul(64)?.checked_add(usize::try_from(bit).ok()?)?;
-                found = Some((word, bit, idx));
-                break;
-            }
-            let (word, bit, idx) = found?;
-            let idx = u32::try_from(idx).ok()?;
-            if idx >= self.queue_depth {
-                return None;
-            }
-            let mask = 1u64.checked_shl(bit)?;
-            if word.fetch_or(mask, Ordering::Acquire) & mask != 0 {
-                continue;
-            }
-            let p = self.permit(idx)?;
-            // SAFETY: We own bit `idx`, so nobody else writes this permit.
-            unsafe {
-                (*p).cpu_id = bindings::rtrs_rs_raw_smp_processor_id();
-                (*p).con_type = con_type;
-            }
-            return Some(p);
-        }
-    }
-
-    fn bit(&self, i: u32) -> Option<(&AtomicU64, u64)> {
-        let w = usize::try_from(i >> 6).ok()?;
-        Some((self.map.get(w)?, 1u64.checked_shl(i & 63)?))
-    }
-
-    fn all_free(&self) -> bool {
-        self.map.iter().all(|w| w.load(Ordering::Acquire) == 0)
-    }
-
-    fn wake(&self) {
-        // SAFETY: By the type invariant `wq` is initialised.
-        unsafe { bindings::rtrs_rs_waitq_wake(self.wq.as_ptr()) };
-    }
-
-    /// Sleeps (uninterruptibly) until `cond(ctx)`.
-    fn wait(&self, cond: unsafe extern "C" fn(*mut c_void) -> bool, ctx: *mut c_void) {
-        // SAFETY: `wq` is initialised; `cond` and `ctx` are valid for the call.
-        unsafe { bindings::rtrs_rs_waitq_wait(self.wq.as_ptr(), Some(cond), ctx) };
-    }
-}
-
-// ---------------------------------------------------------------------------
-// sysfs
-// ---------------------------------------------------------------------------
-
-/// /sys/class/rtrs-client/<sessname> with its `paths` directory.
-struct SessDev(NonNull<bindings::rtrs_rs_sess_dev>);
-
-impl SessDev {
-    /// `rtrs_clt_destroy_sysfs_root`'s first half: the tree leaves sysfs,
-    /// after every show and store on it returned (device_del drains them).
-    /// The path directories may still be torn down after this.
-    fn del(&self) {
-        // SAFETY: Created by `rtrs_rs_sess_dev_create` and not destroyed
-        // (that takes `self` by value); the helper runs once.
-        unsafe { bindings::rtrs_rs_sess_dev_del(self.0.as_ptr()) };
-    }
-}
-
-impl Drop for SessDev {
-    fn drop(&mut self) {
-        // SAFETY: Created by `rtrs_rs_sess_dev_create`, destroyed once here;
-        // every path directory below it is gone already.
-        unsafe { bindings::rtrs_rs_sess_dev_destroy(self.0.as_ptr()) };
-    }
-}
-
-/// paths/<src@dst>: the files of the `SessPath` it was created for.
-struct PathKobj(NonNull<bindings::rtrs_rs_path_kobj>);
-
-// SAFETY: The kobject may be removed from any thread in process context.
-unsafe impl Send for PathKobj {}
-
-impl PathKobj {
-    /// Removes the directory from within a store on its own `attr`
-    /// (`sysfs_remove_file_self` first, as `rtrs_clt_destroy_path_files`).
-    fn destroy_self(self, attr: *const c_void) {
-        let p = self.0.as_ptr();
-        core::mem::forget(self);
-        // SAFETY: Created by `rtrs_rs_path_kobj_create`, destroyed once
-        // here (not in drop, forgotten above); `attr` is the attribute
-        // whose store is running.
-        unsafe { bindings::rtrs_rs_path_kobj_destroy_self(p, attr) };
-    }
-}
-
-impl Drop for PathKobj {
-    fn drop(&mut self) {
-        // SAFETY: Created by `rtrs_rs_path_kobj_create`, destroyed once here;
-        // kobject_del waits for running shows, so the path may go after.
-        unsafe { bindings::rtrs_rs_path_kobj_destroy(self.0.as_ptr()) };
-    }
-}
-
-/// A parsed address as the `sockaddr_storage` `rtrs_addr_to_sockaddr`
-/// fills: `sockaddr_in`, `sockaddr_in6` or `sockaddr_ib` (sid mask all ones).
-pub(crate) fn from_rtrs_sockaddr(
-    a: &sysfs_fmt::RtrsSockaddr,
-) -> bindings::__kernel_sockaddr_storage {
-    let mut ss = bindings::__kernel_sockaddr_storage::default();
-    let p: *mut bindings::__kernel_sockaddr_storage = &mut ss;
-    // SAFETY: Plain data, written as bytes within its size.
-    let b = unsafe {
-        core::slice::from_raw_parts_mut(
-            p.cast::<u8>(),
-            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
-        )
-    };
-    let mut put = |off: usize, v: &[u8]| {
-        if let Some(d) = off.checked_add(v.len()).and_then(|end| b.get_mut(off..end)) {
-            d.copy_from_slice(v);
-        }
-    };
-    put(0, &a.family().to_ne_bytes());
-    match *a {
-        sysfs_fmt::RtrsSockaddr::Inet { addr, port } => {
-            put(2, &port.to_be_bytes());
-            put(4, &addr);
-        }
-        sysfs_fmt::RtrsSockaddr::Inet6 {
-            addr,
-            port,
-            scope_id,
-        } => {
-            put(2, &port.to_be_bytes());
-            put(8, &addr);
-            put(24, &scope_id.to_ne_bytes());
-        }
-        sysfs_fmt::RtrsSockaddr::Ib { gid, sid } => {
-            put(8, &gid);
-            put(24, &sid.to_be_bytes());
-            put(32, &u64::MAX.to_be_bytes());
-        }
-    }
-    ss
-}
-
-/// `dev_get_by_name` for an IPv6 "%scope": the interface index.
-pub(crate) fn dev_ifindex(name: &[u8]) -> Option<u32> {
-    let mut buf = [0u8; 16];
-    if name.len() >= buf.len() {
-        return None;
-    }
-    for (d, s) in buf.iter_mut().zip(name) {
-        *d = *s;
-    }
-    // SAFETY: `buf` is NUL-terminated.
-    let i = unsafe { bindings::rtrs_rs_dev_ifindex(buf.as_ptr().cast()) };
-    u32::try_from(i).ok().filter(|&i| i != 0)
-}
-
-/// The parts of a `sockaddr_storage` that `rtrs_addr_to_str` prints.
-pub(crate) fn to_rtrs_sockaddr(
-    ss: &bindings::__kernel_sockaddr_storage,
-) -> Option<sysfs_fmt::RtrsSockaddr> {
-    let p: *const bindings::__kernel_sockaddr_storage = ss;
-    // SAFETY: Plain data, read as bytes within its size.
-    let b = unsafe {
-        core::slice::from_raw_parts(
-            p.cast::<u8>(),
-            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
-        )
-    };
-    let fam = u32::from(u16::from_ne_bytes([*b.first()?, *b.get(1)?]));
-    let port = u16::from_be_bytes([*b.get(2)?, *b.get(3)?]);
-    let arr16 = |o: usize| -> Option<[u8; 16]> { b.get(o..o.checked_add(16)?)?.try_into().ok() };
-    match fam {
-        kernel::bindings::AF_INET => Some(sysfs_fmt::RtrsSockaddr::Inet {
-            addr: b.get(4..8)?.try_into().ok()?,
-            port,
-        }),
-        kernel::bindings::AF_INET6 => Some(sysfs_fmt::RtrsSockaddr::Inet6 {
-            addr: arr16(8)?,
-            port,
-            scope_id: u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?),
-        }),
-        kernel::bindings::AF_IB => Some(sysfs_fmt::RtrsSockaddr::Ib {
-            gid: arr16(8)?,
-            sid: u64::from_be_bytes(b.get(24..32)?.try_into().ok()?),
-        }),
-        _ => None,
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The session
-// ---------------------------------------------------------------------------
 
 /// A path and its sysfs directory (created once the path is up).
 ///
@@ -589,7 +293,7 @@ unsafe impl Sync for Sess {}
 
 impl Sess {
     #[allow(clippy::too_many_arguments)]
-    fn open(
+    pub(crate) fn open(
         ops: &RtrsCltOps,
         pathname: &CStr,
         paths: &[RtrsAddr],
@@ -609,11 +313,7 @@ impl Sess {
         }
         let g = globals().ok_or(ENODEV)?;
         let sessname = CString::try_from_fmt(fmt!("{}", pathname))?;
-        // SAFETY: The class lives as long as the module; the name is a C string.
-        let dev = from_err_ptr(unsafe {
-            bindings::rtrs_rs_sess_dev_create(g.class, sessname.as_char_ptr())
-        })?;
-        let dev = SessDev(NonNull::new(dev).ok_or(ENOMEM)?);
+        let dev = SessDev::new(g.class, &sessname)?;
         let paths_uuid = uuid_gen();
         let paths_mutex = KBox::pin_init(new_mutex!(false, "rtrs_rs_paths_mutex"), GFP_KERNEL)?;
         let mut entries: KVec<KBox<PathEntry>> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
@@ -713,10 +413,18 @@ impl Sess {
             }
         }
         if let Some(d) = sess.dev.as_ref() {
-            // SAFETY: The device is registered; the boxed session outlives
-            // it (`close` drops the device first).
-            unsafe { bindings::rtrs_rs_sess_dev_set_sess(d.0.as_ptr(), p.cast_mut().cast()) };
+            // SAFETY: The boxed session outlives its device's files
+            // (`close` deletes the device first).
+            unsafe { d.set_sess(p.cast()) };
         }
+        pr_info!(
+            "{}: session opened: paths={} queue_depth={} max_io_size={} max_segments={}\n",
+            &*sess.sessname,
+            paths.len(),
+            sess.queue_depth,
+            sess.max_io_size,
+            sess.max_segments
+        );
         Ok(sess)
     }
 
@@ -769,15 +477,14 @@ impl Sess {
         *entries = KVec::new();
     }
 
-    fn close(mut self: KBox<Self>) {
+    pub(crate) fn close(mut self: KBox<Self>) {
         // Sysfs first, as C: a running add_path (or a path's reconnect)
         // finishes before the paths are taken, and none starts after.
         if let Some(d) = self.dev.as_ref() {
             d.del();
         }
         // free_permits' wait: no request may be in flight below.
-        let ctx: *mut c_void = (&self.permits as *const Permits).cast_mut().cast();
-        self.permits.wait(permits_all_free, ctx);
+        self.permits.wait_all_free();
         let mut entries = {
             let mut closing = self.paths_mutex.lock();
             *closing = true;
@@ -993,24 +700,20 @@ impl Sess {
         let name =
             CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name.get(..len).unwrap_or(&[]))))?;
         let spp: *const SessPath = &**sp;
-        // SAFETY: The session device is live; the `SessPath` is boxed and
-        // outlives the kobject (dropped first, see `PathEntry`).
-        let k = from_err_ptr(unsafe {
-            bindings::rtrs_rs_path_kobj_create(dev.0.as_ptr(), name.as_char_ptr(), spp.cast())
-        })
-        .inspect_err(|e| {
+        // SAFETY: The `SessPath` is boxed and outlives the kobject (dropped
+        // first, see `PathEntry`).
+        unsafe { PathKobj::new(dev, &name, spp.cast()) }.inspect_err(|e| {
             pr_err!(
                 "{}: create path files, err: {:?}\n",
                 sp.shared().sessname(),
                 e
             )
-        })?;
-        Ok(PathKobj(NonNull::new(k).ok_or(ENOMEM)?))
+        })
     }
 
     /// `rtrs_clt_request`: checks the sizes, then `issue`.
     #[allow(clippy::too_many_arguments)]
-    fn request(
+    pub(crate) fn request(
         &self,
         read: bool,
         ops: &RtrsCltReqOps,
@@ -1143,277 +846,69 @@ impl PathOwner for Sess {
     }
 }
 
-/// `wait_event` condition of `free_permits`.
-///
-/// # Safety
-///
-/// `ctx` is a live `Permits`.
-unsafe extern "C" fn permits_all_free(ctx: *mut c_void) -> bool {
-    // SAFETY: By the function's contract.
-    let p = unsafe { &*ctx.cast::<Permits>() };
-    p.all_free()
-}
-
-/// Context of `try_get_permit`.
-struct GetCtx<'a> {
-    permits: &'a Permits,
-    con_type: u32,
-    got: *mut RtrsPermit,
-}
-
-/// The retry condition of `rtrs_clt_get_permit` (WAIT).
-///
-/// # Safety
-///
-/// `ctx` is a live `GetCtx`, used by this thread only.
-unsafe extern "C" fn try_get_permit(ctx: *mut c_void) -> bool {
-    // SAFETY: By the function's contract.
-    let c = unsafe { &mut *ctx.cast::<GetCtx<'_>>() };
-    match c.permits.try_get(c.con_type) {
-        Some(p) => {
-            c.got = p;
-            true
-        }
-        None => false,
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The exported API (prototypes in rtrs.h; exported by rtrs_export.c)
-// ---------------------------------------------------------------------------
-
-/// `rtrs_clt_open`.
-///
-/// # Safety
-///
-/// Arguments as rtrs.h documents them: `ops` and `pathname` valid, `paths`
-/// an array of `path_cnt` entries.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_open(
-    ops: *mut RtrsCltOps,
-    pathname: *const c_char,
-    paths: *const RtrsAddr,
-    path_cnt: usize,
-    port: u16,
-    pdu_sz: usize,
-    reconnect_delay_sec: u8,
-    max_reconnect_attempts: i16,
-    nr_poll_queues: u32,
-) -> *mut Sess {
-    if ops.is_null() || pathname.is_null() || (paths.is_null() && path_cnt > 0) {
-        return err_ptr(EINVAL);
-    }
-    // SAFETY: `pathname` is a NUL-terminated string (contract).
-    let name = unsafe { CStr::from_char_ptr(pathname) };
-    let paths: &[RtrsAddr] = if path_cnt == 0 {
-        &[]
-    } else {
-        // SAFETY: `paths` has `path_cnt` entries (contract).
-        unsafe { core::slice::from_raw_parts(paths, path_cnt) }
-    };
-    // SAFETY: Checked non-null above; valid for the call (contract).
-    let ops = unsafe { &*ops };
-    match Sess::open(
-        ops,
-        name,
-        paths,
-        port,
-        pdu_sz,
-        reconnect_delay_sec,
-        max_reconnect_attempts,
-        nr_poll_queues,
-    ) {
-        Ok(s) => {
-            pr_info!(
-                "{}: session opened: paths={} queue_depth={} max_io_size={} max_segments={}\n",
-                name,
-                paths.len(),
-                s.queue_depth,
-                s.max_io_size,
-                s.max_segments
-            );
-            KBox::into_raw(s)
-        }
-        Err(e) => {
-            pr_err!(
-                "{}: rtrs_clt_open failed: {}\n",
-                BStr::from_bytes(name.as_bytes()),
-                e.to_errno()
-            );
-            err_ptr(e)
+/// What the exported API asks of a session (see api.rs).
+impl Sess {
+    /// `rtrs_clt_get_permit`: with `wait`, sleeps until one is free.
+    pub(crate) fn get_permit(&self, con_type: u32, wait: bool) -> *mut RtrsPermit {
+        if wait {
+            self.permits.get_wait(con_type)
+        } else {
+            self.permits
+                .try_get(con_type)
+                .unwrap_or(core::ptr::null_mut())
         }
     }
-}
 
-/// `rtrs_clt_close`: waits for every permit, then frees the session.
-///
-/// # Safety
-///
-/// `clt` came from `rtrs_clt_open` and is not used afterwards.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_close(clt: *mut Sess) {
-    if clt.is_null() {
-        return;
-    }
-    // SAFETY: By the function's contract.
-    let s = unsafe { KBox::from_raw(clt) };
-    s.close();
-}
-
-/// `rtrs_clt_get_permit`.
-///
-/// # Safety
-///
-/// `clt` is an open session. May sleep if `can_wait` is RTRS_PERMIT_WAIT.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_get_permit(
-    clt: *mut Sess,
-    con_type: c_int,
-    can_wait: c_int,
-) -> *mut RtrsPermit {
-    // SAFETY: By the function's contract.
-    let Some(s) = (unsafe { clt.as_ref() }) else {
-        return core::ptr::null_mut();
-    };
-    let ct = u32::try_from(con_type).unwrap_or(0);
-    if let Some(p) = s.permits.try_get(ct) {
-        return p;
-    }
-    if can_wait == 0 {
-        return core::ptr::null_mut();
-    }
-    let mut ctx = GetCtx {
-        permits: &s.permits,
-        con_type: ct,
-        got: core::ptr::null_mut(),
-    };
-    let ctxp: *mut GetCtx<'_> = &mut ctx;
-    s.permits.wait(try_get_permit, ctxp.cast());
-    ctx.got
-}
-
-/// `rtrs_clt_put_permit`: frees the permit and wakes a waiter.
-///
-/// # Safety
-///
-/// `clt` is an open session; `permit` came from it.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_put_permit(clt: *mut Sess, permit: *mut RtrsPermit) {
-    // SAFETY: By the function's contract.
-    let Some(s) = (unsafe { clt.as_ref() }) else {
-        return;
-    };
-    let Some((word, mask)) = s.permits.index_of(permit).and_then(|i| s.permits.bit(i)) else {
-        pr_warn!("{}: put of a foreign permit\n", &*s.sessname);
-        return;
-    };
-    if word.load(Ordering::Relaxed) & mask == 0 {
-        pr_warn!("{}: put of a free permit\n", &*s.sessname);
-        return;
-    }
-    word.fetch_and(!mask, Ordering::Release);
-    s.permits.wake();
-}
-
-/// `rtrs_clt_request`: 0 if the request was posted (its `conf_fn` will be
-/// called once), else the errno (and `conf_fn` is never called).
-///
-/// # Safety
-///
-/// As rtrs.h: valid session, ops, permit, `nr` kvecs, `sg_cnt` entries.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_request(
-    dir: c_int,
-    ops: *mut RtrsCltReqOps,
-    clt: *mut Sess,
-    permit: *mut RtrsPermit,
-    vec: *const Kvec,
-    nr: usize,
-    data_len: usize,
-    sg: *mut bindings::scatterlist,
-    sg_cnt: u32,
-) -> c_int {
-    // SAFETY: By the function's contract.
-    let (Some(s), Some(ops), Some(permit)) =
-        (unsafe { clt.as_ref() }, unsafe { ops.as_ref() }, unsafe {
-            permit.as_ref()
-        })
-    else {
-        return EINVAL.to_errno();
-    };
-    if s.permits.index_of(permit).is_none() {
-        return EINVAL.to_errno();
-    }
-    let usr: &[Kvec] = if nr == 0 || vec.is_null() {
-        &[]
-    } else {
-        // SAFETY: `vec` has `nr` entries (contract).
-        unsafe { core::slice::from_raw_parts(vec, nr) }
-    };
-    // READ is 0 in the kernel.
-    match s.request(dir == 0, ops, permit, usr, data_len, sg, sg_cnt) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// `rtrs_clt_rdma_cq_direct`: polls connection `index + 1` (rnbd's poll
-/// hctx `queue_num`) of the connected paths until one yields completions.
-/// -1 when no path is connected, so that the block layer stops polling.
-///
-/// # Safety
-///
-/// `clt` is an open session.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(clt: *mut Sess, index: u32) -> c_int {
-    // SAFETY: By the function's contract.
-    let Some(s) = (unsafe { clt.as_ref() }) else {
-        return -1;
-    };
-    let mut cnt = -1;
-    let Some(cid) = usize::try_from(index).ok().and_then(|i| i.checked_add(1)) else {
-        return cnt;
-    };
-    let guard = RcuGuard::new();
-    for (_, e) in s.paths.iter(&guard) {
-        if e.sp.shared().state() != RtrsCltState::Connected {
-            continue;
+    /// `rtrs_clt_put_permit`.
+    pub(crate) fn put_permit(&self, permit: *const RtrsPermit) {
+        match self.permits.put(permit) {
+            Ok(()) => {}
+            Err(PutError::Foreign) => pr_warn!("{}: put of a foreign permit\n", &*self.sessname),
+            Err(PutError::NotInUse) => pr_warn!("{}: put of a free permit\n", &*self.sessname),
         }
-        let Some(path) = e.sp.cur(&guard) else {
-            continue;
+    }
+
+    /// `rtrs_clt_rdma_cq_direct`: polls connection `index + 1` (rnbd's
+    /// poll hctx `queue_num`) of the connected paths until one yields
+    /// completions; -1 when no path is connected, so that the block layer
+    /// stops polling.
+    pub(crate) fn cq_direct(&self, index: u32) -> c_int {
+        let mut cnt = -1;
+        let Some(cid) = usize::try_from(index).ok().and_then(|i| i.checked_add(1)) else {
+            return cnt;
         };
-        // C indexes con[index + 1] unchecked; an index past the last
-        // connection polls nothing here.
-        cnt = path.con(cid).map_or(0, |c| c.poll_direct());
-        if cnt != 0 {
-            break;
+        let guard = RcuGuard::new();
+        for (_, e) in self.paths.iter(&guard) {
+            if e.sp.shared().state() != RtrsCltState::Connected {
+                continue;
+            }
+            let Some(path) = e.sp.cur(&guard) else {
+                continue;
+            };
+            // C indexes con[index + 1] unchecked; an index past the last
+            // connection polls nothing here.
+            cnt = path.con(cid).map_or(0, |c| c.poll_direct());
+            if cnt != 0 {
+                break;
+            }
         }
+        cnt
     }
-    cnt
-}
 
-/// `rtrs_clt_query`.
-///
-/// # Safety
-///
-/// `clt` is an open session, `attr` writable.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rtrs_clt_query(clt: *mut Sess, attr: *mut RtrsAttrs) -> c_int {
-    // SAFETY: By the function's contract.
-    let (Some(s), Some(attr)) = (unsafe { clt.as_ref() }, unsafe { attr.as_mut() }) else {
-        return EINVAL.to_errno();
-    };
-    if !s.is_connected() {
-        return ecomm().to_errno();
+    /// `rtrs_clt_query`: ECOMM while no path is connected.
+    pub(crate) fn query(&self, attr: &mut RtrsAttrs) -> Result {
+        if !self.is_connected() {
+            return Err(ecomm());
+        }
+        attr.queue_depth = self.queue_depth;
+        attr.max_segments = self.max_segments;
+        let seg = self.max_segments.saturating_mul(4096);
+        // min_t(int, ...) of C.
+        attr.max_io_size = core::cmp::min(
+            i32::try_from(self.max_io_size).unwrap_or(i32::MAX),
+            i32::try_from(seg).unwrap_or(i32::MAX),
+        )
+        .max(0) as u32;
+        Ok(())
     }
-    attr.queue_depth = s.queue_depth;
-    attr.max_segments = s.max_segments;
-    let seg = s.max_segments.saturating_mul(4096);
-    // min_t(int, ...) of C.
-    attr.max_io_size = core::cmp::min(
-        i32::try_from(s.max_io_size).unwrap_or(i32::MAX),
-        i32::try_from(seg).unwrap_or(i32::MAX),
-    )
-    .max(0) as u32;
-    0
 }

@@ -10,10 +10,11 @@ use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::str::BStr;
 
+use crate::addr::{dev_ifindex, to_rtrs_sockaddr};
 use crate::bindings;
 use crate::rtrs_core::sysfs_fmt::{self, Errno};
+use crate::sess::Sess;
 use crate::sess::SessPath;
-use crate::sess::{to_rtrs_sockaddr, Sess};
 
 /// The sysfs page behind `buf`.
 ///
@@ -344,14 +345,12 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
             }
             Err(e) => Err(e),
         },
-        SessFile::AddPath => {
-            match sysfs_fmt::add_path_store(b, sess.port(), crate::sess::dev_ifindex) {
-                Ok(addr) => sess
-                    .add_path(&addr)
-                    .map_err(|e| Errno::from_errno(e.to_errno())),
-                Err(e) => Err(e),
-            }
-        }
+        SessFile::AddPath => match sysfs_fmt::add_path_store(b, sess.port(), dev_ifindex) {
+            Ok(addr) => sess
+                .add_path(&addr)
+                .map_err(|e| Errno::from_errno(e.to_errno())),
+            Err(e) => Err(e),
+        },
     };
     stored(r, count)
 }

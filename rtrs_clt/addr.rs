@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Addresses between the parsed form of rtrs_core and `sockaddr_storage`.
+
+use crate::bindings;
+use crate::rtrs_core::sysfs_fmt;
+
+/// A parsed address as the `sockaddr_storage` `rtrs_addr_to_sockaddr`
+/// fills: `sockaddr_in`, `sockaddr_in6` or `sockaddr_ib` (sid mask all ones).
+pub(crate) fn from_rtrs_sockaddr(
+    a: &sysfs_fmt::RtrsSockaddr,
+) -> bindings::__kernel_sockaddr_storage {
+    let mut ss = bindings::__kernel_sockaddr_storage::default();
+    let p: *mut bindings::__kernel_sockaddr_storage = &mut ss;
+    // SAFETY: Plain data, written as bytes within its size.
+    let b = unsafe {
+        core::slice::from_raw_parts_mut(
+            p.cast::<u8>(),
+            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
+        )
+    };
+    let mut put = |off: usize, v: &[u8]| {
+        if let Some(d) = off.checked_add(v.len()).and_then(|end| b.get_mut(off..end)) {
+            d.copy_from_slice(v);
+        }
+    };
+    put(0, &a.family().to_ne_bytes());
+    match *a {
+        sysfs_fmt::RtrsSockaddr::Inet { addr, port } => {
+            put(2, &port.to_be_bytes());
+            put(4, &addr);
+        }
+        sysfs_fmt::RtrsSockaddr::Inet6 {
+            addr,
+            port,
+            scope_id,
+        } => {
+            put(2, &port.to_be_bytes());
+            put(8, &addr);
+            put(24, &scope_id.to_ne_bytes());
+        }
+        sysfs_fmt::RtrsSockaddr::Ib { gid, sid } => {
+            put(8, &gid);
+            put(24, &sid.to_be_bytes());
+            put(32, &u64::MAX.to_be_bytes());
+        }
+    }
+    ss
+}
+
+/// `dev_get_by_name` for an IPv6 "%scope": the interface index.
+pub(crate) fn dev_ifindex(name: &[u8]) -> Option<u32> {
+    let mut buf = [0u8; 16];
+    if name.len() >= buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = *s;
+    }
+    // SAFETY: `buf` is NUL-terminated.
+    let i = unsafe { bindings::rtrs_rs_dev_ifindex(buf.as_ptr().cast()) };
+    u32::try_from(i).ok().filter(|&i| i != 0)
+}
+
+/// The parts of a `sockaddr_storage` that `rtrs_addr_to_str` prints.
+pub(crate) fn to_rtrs_sockaddr(
+    ss: &bindings::__kernel_sockaddr_storage,
+) -> Option<sysfs_fmt::RtrsSockaddr> {
+    let p: *const bindings::__kernel_sockaddr_storage = ss;
+    // SAFETY: Plain data, read as bytes within its size.
+    let b = unsafe {
+        core::slice::from_raw_parts(
+            p.cast::<u8>(),
+            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
+        )
+    };
+    let fam = u32::from(u16::from_ne_bytes([*b.first()?, *b.get(1)?]));
+    let port = u16::from_be_bytes([*b.get(2)?, *b.get(3)?]);
+    let arr16 = |o: usize| -> Option<[u8; 16]> { b.get(o..o.checked_add(16)?)?.try_into().ok() };
+    match fam {
+        kernel::bindings::AF_INET => Some(sysfs_fmt::RtrsSockaddr::Inet {
+            addr: b.get(4..8)?.try_into().ok()?,
+            port,
+        }),
+        kernel::bindings::AF_INET6 => Some(sysfs_fmt::RtrsSockaddr::Inet6 {
+            addr: arr16(8)?,
+            port,
+            scope_id: u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?),
+        }),
+        kernel::bindings::AF_IB => Some(sysfs_fmt::RtrsSockaddr::Ib {
+            gid: arr16(8)?,
+            sid: u64::from_be_bytes(b.get(24..32)?.try_into().ok()?),
+        }),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The session
+// ---------------------------------------------------------------------------

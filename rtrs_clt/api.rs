@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The exported API (prototypes in rtrs.h; exported by rtrs_export.c):
+//! checks the caller's pointers and hands over to [`Sess`].
+
+use kernel::ffi::{c_char, c_int};
+use kernel::prelude::*;
+use kernel::str::BStr;
+
+use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit};
+use crate::bindings;
+use crate::error::err_ptr;
+use crate::sess::Sess;
+
+/// `rtrs_clt_open`.
+///
+/// # Safety
+///
+/// Arguments as rtrs.h documents them: `ops` and `pathname` valid, `paths`
+/// an array of `path_cnt` entries.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_open(
+    ops: *mut RtrsCltOps,
+    pathname: *const c_char,
+    paths: *const RtrsAddr,
+    path_cnt: usize,
+    port: u16,
+    pdu_sz: usize,
+    reconnect_delay_sec: u8,
+    max_reconnect_attempts: i16,
+    nr_poll_queues: u32,
+) -> *mut Sess {
+    if ops.is_null() || pathname.is_null() || (paths.is_null() && path_cnt > 0) {
+        return err_ptr(EINVAL);
+    }
+    // SAFETY: `pathname` is a NUL-terminated string (contract).
+    let name = unsafe { CStr::from_char_ptr(pathname) };
+    let paths: &[RtrsAddr] = if path_cnt == 0 {
+        &[]
+    } else {
+        // SAFETY: `paths` has `path_cnt` entries (contract).
+        unsafe { core::slice::from_raw_parts(paths, path_cnt) }
+    };
+    // SAFETY: Checked non-null above; valid for the call (contract).
+    let ops = unsafe { &*ops };
+    match Sess::open(
+        ops,
+        name,
+        paths,
+        port,
+        pdu_sz,
+        reconnect_delay_sec,
+        max_reconnect_attempts,
+        nr_poll_queues,
+    ) {
+        Ok(s) => KBox::into_raw(s),
+        Err(e) => {
+            pr_err!(
+                "{}: rtrs_clt_open failed: {}\n",
+                BStr::from_bytes(name.as_bytes()),
+                e.to_errno()
+            );
+            err_ptr(e)
+        }
+    }
+}
+
+/// `rtrs_clt_close`: waits for every permit, then frees the session.
+///
+/// # Safety
+///
+/// `clt` came from `rtrs_clt_open` and is not used afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_close(clt: *mut Sess) {
+    if clt.is_null() {
+        return;
+    }
+    // SAFETY: By the function's contract.
+    let s = unsafe { KBox::from_raw(clt) };
+    s.close();
+}
+
+/// `rtrs_clt_get_permit`.
+///
+/// # Safety
+///
+/// `clt` is an open session. May sleep if `can_wait` is RTRS_PERMIT_WAIT.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_get_permit(
+    clt: *mut Sess,
+    con_type: c_int,
+    can_wait: c_int,
+) -> *mut RtrsPermit {
+    // SAFETY: By the function's contract.
+    let Some(s) = (unsafe { clt.as_ref() }) else {
+        return core::ptr::null_mut();
+    };
+    s.get_permit(u32::try_from(con_type).unwrap_or(0), can_wait != 0)
+}
+
+/// `rtrs_clt_put_permit`: frees the permit and wakes a waiter.
+///
+/// # Safety
+///
+/// `clt` is an open session; `permit` came from it.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_put_permit(clt: *mut Sess, permit: *mut RtrsPermit) {
+    // SAFETY: By the function's contract.
+    let Some(s) = (unsafe { clt.as_ref() }) else {
+        return;
+    };
+    s.put_permit(permit);
+}
+
+/// `rtrs_clt_request`: 0 if the request was posted (its `conf_fn` will be
+/// called once), else the errno (and `conf_fn` is never called).
+///
+/// # Safety
+///
+/// As rtrs.h: valid session, ops, permit, `nr` kvecs, `sg_cnt` entries.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_request(
+    dir: c_int,
+    ops: *mut RtrsCltReqOps,
+    clt: *mut Sess,
+    permit: *mut RtrsPermit,
+    vec: *const Kvec,
+    nr: usize,
+    data_len: usize,
+    sg: *mut bindings::scatterlist,
+    sg_cnt: u32,
+) -> c_int {
+    // SAFETY: By the function's contract.
+    let (Some(s), Some(ops), Some(permit)) =
+        (unsafe { clt.as_ref() }, unsafe { ops.as_ref() }, unsafe {
+            permit.as_ref()
+        })
+    else {
+        return EINVAL.to_errno();
+    };
+    let usr: &[Kvec] = if nr == 0 || vec.is_null() {
+        &[]
+    } else {
+        // SAFETY: `vec` has `nr` entries (contract).
+        unsafe { core::slice::from_raw_parts(vec, nr) }
+    };
+    // READ is 0 in the kernel.
+    match s.request(dir == 0, ops, permit, usr, data_len, sg, sg_cnt) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `rtrs_clt_rdma_cq_direct`: polls connection `index + 1` (rnbd's poll
+/// hctx `queue_num`) of the connected paths until one yields completions.
+/// -1 when no path is connected, so that the block layer stops polling.
+///
+/// # Safety
+///
+/// `clt` is an open session.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(clt: *mut Sess, index: u32) -> c_int {
+    // SAFETY: By the function's contract.
+    let Some(s) = (unsafe { clt.as_ref() }) else {
+        return -1;
+    };
+    s.cq_direct(index)
+}
+
+/// `rtrs_clt_query`.
+///
+/// # Safety
+///
+/// `clt` is an open session, `attr` writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rtrs_clt_query(clt: *mut Sess, attr: *mut RtrsAttrs) -> c_int {
+    // SAFETY: By the function's contract.
+    let (Some(s), Some(attr)) = (unsafe { clt.as_ref() }, unsafe { attr.as_mut() }) else {
+        return EINVAL.to_errno();
+    };
+    match s.query(attr) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
