@@ -1,18 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One client path: its connections, their set-up and their teardown, as
-//! rtrs-clt.c does it (init_conns, create_cm, rtrs_clt_rdma_cm_handler,
-//! create_con_cq_qp, rtrs_send_path_info, rtrs_clt_stop_and_destroy_conns).
+//! A connection of a client path (`struct rtrs_clt_con`: its CM handler,
+//! QP and CQ completions) and what survives a path's reconnects
+//! ([`PathShared`]: state, server parameters, IO context, statistics,
+//! recovery and close works).
 //!
-//! A [`Path`] is owned by its session (or the debug trigger); after open it
-//! is only read, by IO submission, until close. What CM handlers and CQ
-//! callbacks also reach lives in [`PathShared`] and [`Con`], both pinned in
-//! boxes that outlive every cm id and QP pointing at them.
-//!
-//! Not done yet: reconnect and close works (a path that loses a connection
-//! goes to RECONNECTING and stays down until it is closed; in-flight IO is
-//! not failed over), poll queues, and device removal while connected (the
-//! path closes only when its owner drops it).
+//! CM handlers run in process context; CQ callbacks in softirq for IRQ
+//! connections, so they take no lock. Both reach a `Con` (the cm id's and
+//! QP's context) that outlives its cm id and QP (see `conns::ConSlot`).
 
 use core::pin::Pin;
 use core::ptr::NonNull;
@@ -29,25 +24,24 @@ use kernel::sync::{Arc, Mutex};
 use kernel::types::Opaque;
 
 use crate::bindings;
-use crate::cm::{rdma_notify, CmEvent, CmHandler, CmId, CmIdRef};
-use crate::error::{econnaborted, econnreset, ehostunreach, etimedout};
+use crate::cm::{rdma_notify, CmEvent, CmHandler, CmIdRef};
+use crate::error::{econnaborted, econnreset, ehostunreach};
 use crate::io::{self, fast_reg_done, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
-use crate::rtrs_core::path_state::{self, ErrorRecovery, HbAction, RtrsCltPathLink};
+use crate::rtrs_core::path_state::{self, ErrorRecovery, RtrsCltPathLink};
 use crate::rtrs_core::proto::{
-    RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgInfoReq, RtrsMsgInfoRsp, RtrsMsgRkeyRsp, RtrsPathParams,
-    RtrsRbuf, WireError, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX,
-    SERVICE_CON_QUEUE_DEPTH,
+    RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgRkeyRsp, RtrsPathParams, RtrsRbuf, WireError,
+    RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::stats::PathStats;
-use crate::sync::{Completion, RcuBox, RcuGuard, WaitResult};
+use crate::sync::{Completion, RcuBox, RcuGuard};
 use crate::verbs::{
     post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
     QpSizes,
 };
-use crate::wq::{DelayedWork, WorkItem, WorkRef};
+use crate::wq::{DelayedWork, WorkItem};
 
 /// A path's IO context, on its connections.
 pub(crate) type IoCtx = io::IoCtx<Con>;
@@ -72,8 +66,8 @@ fn state_from_u8(v: u8) -> RtrsCltState {
 // ---------------------------------------------------------------------------
 
 /// `info_rsp` values of [`PathShared`].
-const INFO_RSP_NONE: u8 = 0;
-const INFO_RSP_OK: u8 = 1;
+pub(crate) const INFO_RSP_NONE: u8 = 0;
+pub(crate) const INFO_RSP_OK: u8 = 1;
 const INFO_RSP_ERR: u8 = 2;
 
 /// A device name as `char hca_name[IB_DEVICE_NAME_MAX]`: at most 63 bytes.
@@ -115,20 +109,20 @@ impl HcaName {
 pub(crate) struct PathInner {
     /// The path's device and PD, taken by cid 0 (`s.dev` of C); each
     /// connection holds its own reference too (`dev_ref`).
-    dev: Option<DevRef>,
+    pub(crate) dev: Option<DevRef>,
     /// queue_depth, max_io_size, ... from cid 0's conn_rsp.
-    params: Option<RtrsPathParams>,
+    pub(crate) params: Option<RtrsPathParams>,
     /// Server chunks, `queue_depth` of them (`rbufs`).
-    rbufs: KVec<RtrsRbuf>,
+    pub(crate) rbufs: KVec<RtrsRbuf>,
     /// `hca_port` (cm id port of cid 0).
-    hca_port: u32,
+    pub(crate) hca_port: u32,
     /// `hca_name`: cid 0's device name.
-    hca_name: HcaName,
+    pub(crate) hca_name: HcaName,
     /// `max_pages_per_mr` (query_fast_reg_mode).
-    max_pages_per_mr: u32,
+    pub(crate) max_pages_per_mr: u32,
     /// The source address cid 0's route resolved to, recorded when it is
     /// established as C does (`s.src_addr`); names the path in sysfs.
-    resolved_src: Option<bindings::__kernel_sockaddr_storage>,
+    pub(crate) resolved_src: Option<bindings::__kernel_sockaddr_storage>,
 }
 
 /// The part of a path that CM handlers and CQ callbacks reach.
@@ -138,19 +132,19 @@ pub(crate) struct PathInner {
 /// length; the connecting thread processes it (see `Path::send_path_info`).
 #[pin_data]
 pub(crate) struct PathShared {
-    sessname: CString,
+    pub(crate) sessname: CString,
     /// `s.uuid` (path uuid).
     uuid: [u8; 16],
     /// `clt->paths_uuid` (session uuid).
     paths_uuid: [u8; 16],
-    dst_addr: bindings::__kernel_sockaddr_storage,
+    pub(crate) dst_addr: bindings::__kernel_sockaddr_storage,
     /// `s.src_addr`: all zeros ("any") when no source was given.
-    src_addr: bindings::__kernel_sockaddr_storage,
+    pub(crate) src_addr: bindings::__kernel_sockaddr_storage,
     /// `s.con_num` and `s.irq_con_num`.
-    con_num: u16,
-    irq_con_num: u16,
+    pub(crate) con_num: u16,
+    pub(crate) irq_con_num: u16,
     /// `s.recon_cnt`: incremented by every `init_conns`.
-    recon_cnt: AtomicU16,
+    pub(crate) recon_cnt: AtomicU16,
     /// `for_new_clt`: first_conn bit of the conn_req; set once cid 0 of
     /// this path was established, so later reconnects may create the
     /// session on the server again.
@@ -163,12 +157,12 @@ pub(crate) struct PathShared {
     /// `RtrsCltState` as u8.
     state: AtomicU8,
     /// Connections whose ESTABLISHED was accepted and that have not failed since.
-    connected_cnt: AtomicI32,
+    pub(crate) connected_cnt: AtomicI32,
     /// `s.signal_interval`.
     signal_interval: AtomicU32,
     /// INFO_RSP receive result, `INFO_RSP_*`, and its byte_len.
-    info_rsp: AtomicU8,
-    info_rsp_len: AtomicU32,
+    pub(crate) info_rsp: AtomicU8,
+    pub(crate) info_rsp_len: AtomicU32,
     /// `flags & RTRS_MSG_NEW_RKEY_F` of the server, for CQ callbacks.
     new_rkey: AtomicBool,
     /// `s.hb_missed_cnt`, reset by every receive.
@@ -181,20 +175,20 @@ pub(crate) struct PathShared {
     pub(crate) stats: PathStats,
     /// `s.hb_wq`: the workqueue of the heartbeat and recovery works,
     /// which outlives the path.
-    hb_wq: *mut bindings::workqueue_struct,
+    pub(crate) hb_wq: *mut bindings::workqueue_struct,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), published once the
     /// path is connected; `Path::teardown` takes them out after every QP
     /// is drained and frees them after a grace period.
-    io: RcuBox<IoCtx>,
+    pub(crate) io: RcuBox<IoCtx>,
     /// Completed on every state change and when the INFO_RSP arrives
     /// (stands in for the wake-ups on `state_wq` in C).
     #[pin]
-    state_changed: Completion,
+    pub(crate) state_changed: Completion,
     /// Completed when `connected_cnt` drops to zero.
     #[pin]
-    all_disconnected: Completion,
+    pub(crate) all_disconnected: Completion,
     #[pin]
-    inner: Mutex<PathInner>,
+    pub(crate) inner: Mutex<PathInner>,
     /// `established` and `reconnect_attempts` (rtrs_core's reconnect and
     /// link-event bookkeeping). A leaf lock: taken after `Sess::paths_ev`
     /// or `inner`, nothing under it.
@@ -219,6 +213,17 @@ pub(crate) struct PathArgs<'a> {
     /// The session is new to the server (`for_new_clt`).
     pub(crate) for_new_clt: bool,
     pub(crate) nr_poll_queues: u32,
+}
+
+/// What a connected path learnt from the server, for the session.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathInfo {
+    /// Server queue depth (= number of chunks).
+    pub(crate) queue_depth: u32,
+    /// Max IO size.
+    pub(crate) max_io_size: u32,
+    /// max_pages_per_mr.
+    pub(crate) max_pages_per_mr: u32,
 }
 
 /// `WorkItem` ids of a path owner's works.
@@ -416,18 +421,18 @@ impl PathShared {
 #[derive(Default)]
 pub(crate) struct ConInner {
     /// Set before teardown; a late ADDR_RESOLVED then creates nothing.
-    destroyed: bool,
-    qp: Option<Qp<Con>>,
-    cq: Option<Cq>,
+    pub(crate) destroyed: bool,
+    pub(crate) qp: Option<Qp<Con>>,
+    pub(crate) cq: Option<Cq>,
     /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in NEW_RKEY mode).
-    rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
+    pub(crate) rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
     /// This connection's device reference (`dev_ref` of C).
-    dev: Option<DevRef>,
+    pub(crate) dev: Option<DevRef>,
 }
 
 impl ConInner {
     /// `destroy_con_cq_qp`: safe to call on a partly created connection.
-    fn destroy_con_cq_qp(&mut self) {
+    pub(crate) fn destroy_con_cq_qp(&mut self) {
         drop(self.qp.take());
         drop(self.cq.take());
         self.rsp_ius = KVec::new();
@@ -444,29 +449,29 @@ impl Drop for ConInner {
 /// One connection (`struct rtrs_clt_con`): the cm id's and the QP's context.
 #[pin_data]
 pub(crate) struct Con {
-    cid: u16,
+    pub(crate) cid: u16,
     /// `con->cpu`.
     cpu: u32,
     /// The path this connection belongs to.
     path: Arc<PathShared>,
     /// The cm id, for `rdma_notify` from the QP event handler.
-    cm_id: AtomicPtr<bindings::rdma_cm_id>,
+    pub(crate) cm_id: AtomicPtr<bindings::rdma_cm_id>,
     /// `cm_err`: 0 pending, 1 established, < 0 errno.
-    cm_err: AtomicI32,
+    pub(crate) cm_err: AtomicI32,
     /// `c.wr_cnt`, for send signaling.
     wr_cnt: AtomicU32,
     /// The PD's `local_dma_lkey`, set before the QP is created.
     lkey: AtomicU32,
     /// Completed whenever `cm_err` becomes non-zero (or the path closes).
     #[pin]
-    cm_done: Completion,
+    pub(crate) cm_done: Completion,
     /// `io_comp_cqe` of C: empty receives and heartbeat acks.
-    io_comp_cqe: Opaque<bindings::ib_cqe>,
+    pub(crate) io_comp_cqe: Opaque<bindings::ib_cqe>,
     /// `fast_reg_cqe` of C: unsignaled IB_WR_REG_MR (errors only).
     fast_reg_cqe: Opaque<bindings::ib_cqe>,
     /// The QP (`c.qp`), for posting from atomic context without
     /// `con_mutex`; null before creation and from teardown on.
-    qp_raw: AtomicPtr<bindings::ib_qp>,
+    pub(crate) qp_raw: AtomicPtr<bindings::ib_qp>,
     /// The IB_POLL_DIRECT CQ of a poll connection, for
     /// `rtrs_clt_rdma_cq_direct`; null otherwise and from teardown on.
     cq_direct: AtomicPtr<bindings::ib_cq>,
@@ -475,7 +480,7 @@ pub(crate) struct Con {
     /// `stop_direct_poll`).
     poll_busy: AtomicBool,
     #[pin]
-    con_mutex: Mutex<ConInner>,
+    pub(crate) con_mutex: Mutex<ConInner>,
 }
 
 // SAFETY: `io_comp_cqe` and `fast_reg_cqe` are written only at init; the
@@ -499,7 +504,7 @@ unsafe extern "C" fn io_comp_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::
 }
 
 impl Con {
-    fn new(cid: u16, cpu: u32, path: Arc<PathShared>) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(cid: u16, cpu: u32, path: Arc<PathShared>) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             cid,
             cpu,
@@ -540,7 +545,7 @@ impl Con {
 
     /// Ends `poll_direct` on this connection: later polls see no CQ, and a
     /// running one has finished when this returns. Process context.
-    fn stop_direct_poll(&self) {
+    pub(crate) fn stop_direct_poll(&self) {
         // SeqCst on both sides: either the poller sees null, or we see it busy.
         self.cq_direct
             .store(core::ptr::null_mut(), Ordering::SeqCst);
@@ -963,7 +968,7 @@ impl Con {
     /// # Safety
     ///
     /// `qp` is this connection's live QP.
-    unsafe fn post_imm_empty(&self, qp: *mut bindings::ib_qp, imm_val: u32) -> Result {
+    pub(crate) unsafe fn post_imm_empty(&self, qp: *mut bindings::ib_qp, imm_val: u32) -> Result {
         let flags = self.next_send_flags();
         let wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
@@ -983,55 +988,6 @@ impl Con {
         // cqe lives as long as `self`.
         unsafe { post_send_raw(qp, core::ptr::addr_of!(wr).cast()) }
     }
-}
-
-/// `hb_work` of rtrs.c, on cid 0: sends HB_MSG every `RTRS_HB_INTERVAL_MS`
-/// unless the last one is still unanswered; any receive clears the count.
-impl WorkItem for Con {
-    fn run(&self, work: &WorkRef<'_>) {
-        hb_work(self, work);
-    }
-}
-
-fn hb_work(con: &Con, work: &WorkRef<'_>) {
-    let path = con.path();
-    let mut act = HbAction::Reschedule;
-    // A receive completion may reset the count meanwhile: the tick then
-    // runs again on the new count.
-    let _ = path
-        .hb_missed_cnt
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cnt| {
-            let (a, next) = path_state::hb_tick(cnt, RTRS_HB_MISSED_MAX);
-            act = a;
-            (a != HbAction::ErrHandler).then_some(next)
-        });
-    match act {
-        HbAction::ErrHandler => {
-            pr_err!("{}: HB missed max reached.\n", con.sess());
-            path.error_recovery();
-            return;
-        }
-        HbAction::Reschedule => {}
-        HbAction::Send => {
-            path.hb_last_sent_ns
-                .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
-            let qp = con.qp_raw();
-            let res = if qp.is_null() {
-                Err(econnreset())
-            } else {
-                // SAFETY: `qp` is cid 0's QP, live until teardown, which
-                // stops this work first.
-                unsafe { con.post_imm_empty(qp, imm::RTRS_HB_MSG_IMM_VAL) }
-            };
-            if let Err(e) = res {
-                // rtrs_clt_hb_err_handler, as C: the path recovers.
-                pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
-                path.error_recovery();
-                return;
-            }
-        }
-    }
-    work.queue(RTRS_HB_INTERVAL_MS);
 }
 
 impl CmHandler for Con {
@@ -1224,399 +1180,5 @@ impl IuDone for InfoRspDone {
             path.info_rsp.store(INFO_RSP_OK, Ordering::Release);
         }
         path.state_changed.complete();
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Path
-// ---------------------------------------------------------------------------
-
-/// A connection and its cm id.
-///
-/// Drop order: `ConSlot::drop` marks the connection destroyed and releases
-/// its QP, CQ, IUs and device reference (under `con_mutex`); then the cm id
-/// is destroyed (waiting for a running handler); then the connection is freed.
-struct ConSlot {
-    cm_id: CmId<Con>,
-    con: Pin<KBox<Con>>,
-}
-
-impl Drop for ConSlot {
-    fn drop(&mut self) {
-        self.con.stop_direct_poll();
-        let mut inner = self.con.con_mutex.lock();
-        inner.destroyed = true;
-        self.con
-            .qp_raw
-            .store(core::ptr::null_mut(), Ordering::Release);
-        inner.destroy_con_cq_qp();
-    }
-}
-
-/// The INFO_REQ/INFO_RSP buffers of `rtrs_send_path_info`. Kept until the
-/// QPs are drained (C frees them in their completions).
-struct InfoIus {
-    tx: Pin<KBox<Iu<InfoReqDone>>>,
-    rx: Pin<KBox<Iu<InfoRspDone>>>,
-}
-
-/// What a connected path learnt from the server, for the session.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PathInfo {
-    /// Server queue depth (= number of chunks).
-    pub(crate) queue_depth: u32,
-    /// Max IO size.
-    pub(crate) max_io_size: u32,
-    /// max_pages_per_mr.
-    pub(crate) max_pages_per_mr: u32,
-}
-
-/// The connections of a client path (`struct rtrs_clt_path` minus what
-/// survives a reconnect, which is in [`PathShared`]), connected by
-/// [`Path::connect`] and torn down by [`Path::teardown`] or drop.
-///
-pub(crate) struct Path {
-    /// In creation order (cid).
-    cons: KVec<ConSlot>,
-    info_ius: Option<InfoIus>,
-    /// The heartbeat work (`hb_dwork`) on cid 0, while started.
-    hb: Option<DelayedWork>,
-    shared: Arc<PathShared>,
-}
-
-impl Path {
-    /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
-    /// CONNECTING: connects one admin connection, one per CPU id and the
-    /// poll ones, then does the INFO exchange. On error everything is torn
-    /// down and the C client's errno returned.
-    pub(crate) fn connect(shared: &Arc<PathShared>) -> Result<Self> {
-        let mut path = Path {
-            cons: KVec::new(),
-            info_ius: None,
-            hb: None,
-            shared: shared.clone(),
-        };
-        shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
-        path.init_conns()?;
-        path.send_path_info()?;
-        Ok(path)
-    }
-
-    /// What CM handlers and CQ callbacks share.
-    pub(crate) fn shared(&self) -> &PathShared {
-        &self.shared
-    }
-
-    /// Connection `cid`.
-    pub(crate) fn con(&self, cid: usize) -> Option<&Con> {
-        self.cons.get(cid).map(|s| &*s.con)
-    }
-
-    /// `rtrs_start_hb` on cid 0, on the path's workqueue.
-    pub(crate) fn start_hb(&mut self) -> Result {
-        if self.hb.is_some() {
-            return Ok(());
-        }
-        let con0: *const Con = self.con(0).ok_or(EINVAL)?;
-        let shared = self.shared();
-        shared.hb_missed_cnt.store(0, Ordering::Release);
-        // SAFETY: `con0` (boxed in `cons`) stays until `stop_hb` drops the
-        // work, before the connections go; `hb_wq` outlives the path.
-        let w = unsafe { DelayedWork::new::<Con, 0>(con0, shared.hb_wq) }?;
-        w.queue(RTRS_HB_INTERVAL_MS);
-        self.hb = Some(w);
-        Ok(())
-    }
-
-    /// `rtrs_stop_hb`: cancels the heartbeat work and waits for it.
-    fn stop_hb(&mut self) {
-        drop(self.hb.take());
-        self.shared().hb_missed_cnt.store(0, Ordering::Release);
-    }
-
-    /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
-    /// after `connect`.
-    pub(crate) fn alloc_reqs(&mut self) -> Result {
-        let io = {
-            let shared = self.shared();
-            let pinner = shared.inner.lock();
-            let params = pinner.params.ok_or(EINVAL)?;
-            let dev = pinner.dev.as_ref().ok_or(EINVAL)?;
-            IoCtx::new(
-                &shared.sessname,
-                dev,
-                &params,
-                pinner.rbufs.as_slice(),
-                pinner.max_pages_per_mr,
-            )?
-        };
-        // Nothing was published before (a fresh connect); else the old one
-        // goes after a grace period.
-        drop(self.shared().io.replace(Some(io)));
-        Ok(())
-    }
-
-    /// `init_conns`: creates and connects each connection in cid order.
-    fn init_conns(&mut self) -> Result {
-        // Not borrowed from `self`: the connections change meanwhile.
-        let shared = self.shared.clone();
-        let nr_cpus = u32::from(shared.irq_con_num.saturating_sub(1)).max(1);
-        for cid in 0..shared.con_num {
-            // Connections 0 and 1 both go to the first CPU.
-            let cpu = u32::from(cid.saturating_sub(1))
-                .checked_rem(nr_cpus)
-                .unwrap_or(0);
-            let con = KBox::pin_init(Con::new(cid, cpu, shared.clone()), GFP_KERNEL)?;
-            // SAFETY: All members of the storage union are plain data, and
-            // `dst_addr` was filled by inet_pton_with_scope.
-            let family = unsafe { shared.dst_addr.__bindgen_anon_1.__bindgen_anon_1.ss_family };
-            let ps = if u32::from(family) == kernel::bindings::AF_IB {
-                bindings::rdma_ucm_port_space_RDMA_PS_IB
-            } else {
-                bindings::rdma_ucm_port_space_RDMA_PS_TCP
-            };
-            // SAFETY: `con` is pinned and, in the `ConSlot` below, outlives
-            // the cm id (fields drop in order; `ConSlot::drop` runs first).
-            let cm_id = unsafe { CmId::create(&*con, ps, bindings::ib_qp_type_IB_QPT_RC) }
-                .inspect_err(|e| {
-                    pr_err!(
-                        "{}: Failed to create CM ID, err: {:?}\n",
-                        &*shared.sessname,
-                        e
-                    )
-                })?;
-            con.cm_id.store(cm_id.as_ptr(), Ordering::Release);
-            self.cons.push(ConSlot { cm_id, con }, GFP_KERNEL)?;
-            let slot = self.cons.last().ok_or(EINVAL)?;
-            Self::create_cm(&shared, slot).inspect_err(|_| {
-                shared.change_state(RtrsCltState::ConnectingErr);
-            })?;
-        }
-        Ok(())
-    }
-
-    /// `create_cm`, after the id exists: resolve and wait for the outcome.
-    fn create_cm(shared: &PathShared, slot: &ConSlot) -> Result {
-        let sess = &*shared.sessname;
-        slot.cm_id
-            .set_reuseaddr(true)
-            .inspect_err(|e| pr_err!("{}: Set address reuse failed, err: {:?}\n", sess, e))?;
-        slot.cm_id
-            .resolve_addr(&shared.src_addr, &shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
-            .inspect_err(|e| pr_err!("{}: Failed to resolve address, err: {:?}\n", sess, e))?;
-        match slot
-            .con
-            .cm_done
-            .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
-        {
-            WaitResult::TimedOut => return Err(etimedout()),
-            WaitResult::Interrupted => return Err(ERESTARTSYS),
-            WaitResult::Done => {}
-        }
-        let cm_err = slot.con.cm_err.load(Ordering::Acquire);
-        if cm_err < 0 {
-            return Err(Error::from_errno(cm_err));
-        }
-        if shared.state() != RtrsCltState::Connecting || cm_err != 1 {
-            // Device removal.
-            return Err(econnaborted());
-        }
-        Ok(())
-    }
-
-    /// `post_recv_path`: receives on every connection, 2 * 512 on cid 0 and
-    /// 2 * queue_depth on the others; with NEW_RKEY each into an `rsp_ius`
-    /// buffer, otherwise without SGE on `io_comp_cqe`.
-    fn post_recv_path(&self, queue_depth: u32, new_rkey: bool) -> Result {
-        for slot in self.cons.iter() {
-            let con = &slot.con;
-            let q = if con.cid == 0 {
-                SERVICE_CON_QUEUE_DEPTH
-            } else {
-                queue_depth
-            };
-            let q = usize::try_from(q.checked_mul(2).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
-            let inner = con.con_mutex.lock();
-            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
-            for i in 0..q {
-                let res = if new_rkey {
-                    let iu = inner.rsp_ius.get(i).ok_or(EINVAL)?;
-                    // SAFETY: The IU lives in `inner` until the QP is drained
-                    // and destroyed (`ConSlot::drop`).
-                    unsafe { qp.post_recv(iu, con.lkey()) }
-                } else {
-                    // SAFETY: `io_comp_cqe` lives as long as the connection,
-                    // which outlives its QP.
-                    unsafe { post_recv_raw(qp.as_ptr(), con.io_comp_cqe.get(), 0, 0, 0) }
-                };
-                res.inspect_err(|e| pr_err!("{}: post_recv_io(), err: {:?}\n", con.sess(), e))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `rtrs_send_path_info`, and the processing half of
-    /// `rtrs_clt_info_rsp_done` (`process_info_rsp`, `post_recv_path`),
-    /// done here in process context.
-    fn send_path_info(&mut self) -> Result {
-        let res = self.do_send_path_info();
-        if res.is_err() {
-            self.shared().change_state(RtrsCltState::ConnectingErr);
-        }
-        res
-    }
-
-    fn do_send_path_info(&mut self) -> Result {
-        // Not borrowed from `self`: the connections change meanwhile.
-        let shared = self.shared.clone();
-        let sess = &*shared.sessname;
-        let (params, lkey) = {
-            let pinner = shared.inner.lock();
-            let params = pinner.params.ok_or(EINVAL)?;
-            let dev = pinner.dev.as_ref().ok_or(EINVAL)?;
-            let qd = usize::try_from(params.queue_depth).map_err(|_| EINVAL)?;
-            let rx_sz = RtrsMsgInfoRsp::rx_size(qd).ok_or(EINVAL)?;
-            let mut tx = Iu::<InfoReqDone>::alloc(
-                dev,
-                RtrsMsgInfoReq::SIZE,
-                bindings::dma_data_direction_DMA_TO_DEVICE,
-            )?;
-            let rx =
-                Iu::<InfoRspDone>::alloc(dev, rx_sz, bindings::dma_data_direction_DMA_FROM_DEVICE)?;
-            let msg = RtrsMsgInfoReq::new(sess.as_bytes())?;
-            tx.as_mut()
-                .fill_for_device(|buf| msg.encode(buf))
-                .map_err(|_| EINVAL)?;
-            // Stored before posting: posted buffers must outlive the drain.
-            self.info_ius = Some(InfoIus { tx, rx });
-            (params, dev.local_dma_lkey())
-        };
-        let ius = self.info_ius.as_ref().ok_or(EINVAL)?;
-        let con0 = &self.cons.first().ok_or(EINVAL)?.con;
-        shared.info_rsp.store(INFO_RSP_NONE, Ordering::Release);
-        shared.state_changed.reinit();
-        {
-            let inner = con0.con_mutex.lock();
-            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
-            // SAFETY: `ius` stays in `self.info_ius` until after the drain in `close`.
-            unsafe { qp.post_recv(&ius.rx, lkey) }
-                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_recv(), err: {:?}\n", sess, e))?;
-            // SAFETY: As above.
-            unsafe { qp.post_send(&ius.tx, RtrsMsgInfoReq::SIZE, lkey) }
-                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_send(), err: {:?}\n", sess, e))?;
-        }
-
-        // Wait for the response or a state change, as C's wait on state_wq.
-        // Each wake-up is an event after the reinit above; a few rounds
-        // cover a state change that is not the one waited for.
-        for _ in 0..4 {
-            if shared.state() != RtrsCltState::Connecting
-                || shared.info_rsp.load(Ordering::Acquire) != INFO_RSP_NONE
-            {
-                break;
-            }
-            if shared
-                .state_changed
-                .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
-                != WaitResult::Done
-            {
-                break;
-            }
-        }
-        match shared.info_rsp.load(Ordering::Acquire) {
-            INFO_RSP_OK if shared.state() == RtrsCltState::Connecting => {}
-            INFO_RSP_NONE if shared.state() == RtrsCltState::Connecting => {
-                return Err(etimedout());
-            }
-            _ => return Err(econnreset()),
-        }
-
-        // rtrs_clt_info_rsp_done + process_info_rsp.
-        let len =
-            usize::try_from(shared.info_rsp_len.load(Ordering::Relaxed)).map_err(|_| EINVAL)?;
-        let data = ius.rx.data_for_cpu();
-        let Some(buf) = data.get(..len) else {
-            pr_err!("{}: Path info response is malformed: size {}\n", sess, len);
-            return Err(econnreset());
-        };
-        {
-            let mut pinner = shared.inner.lock();
-            RtrsMsgInfoRsp::process(
-                buf,
-                params.queue_depth,
-                params.chunk_size,
-                pinner.rbufs.as_mut_slice(),
-            )
-            .map_err(|e| {
-                pr_err!("{}: Path info response: {}\n", sess, e);
-                econnreset()
-            })?;
-        }
-        self.post_recv_path(params.queue_depth, params.new_rkey())
-            .map_err(|_| econnreset())?;
-        if !shared.change_state(RtrsCltState::Connected) {
-            return Err(econnreset());
-        }
-        Ok(())
-    }
-
-    /// `rtrs_clt_stop_and_destroy_conns`: stops the heartbeat, disconnects
-    /// and drains every connection, hands the request slots to `fail`
-    /// (`fail_all_outstanding_reqs`) and frees them, waits (at most the
-    /// connect timeout) for the DISCONNECTED events, then destroys QPs,
-    /// CQs and cm ids and puts the PD. The state is left alone.
-    ///
-    /// The caller has made sure no submitter can reach this path any more
-    /// (state not CONNECTED, unpublished, `synchronize_rcu`).
-    pub(crate) fn teardown(&mut self, fail: impl FnOnce(&IoCtx)) {
-        self.stop_hb();
-        // Not borrowed from `self`: the connections change meanwhile.
-        let shared = self.shared.clone();
-        shared.all_disconnected.reinit();
-        for slot in self.cons.iter() {
-            // stop_cm; the core's drain polls a poll connection's CQ itself.
-            slot.cm_id.disconnect();
-            slot.con.stop_direct_poll();
-            let inner = slot.con.con_mutex.lock();
-            if let Some(qp) = inner.qp.as_ref() {
-                qp.drain();
-            }
-        }
-        // Everything posted is flushed now.
-        self.info_ius = None;
-        // The QPs are drained (no callback uses it) and no submitter can
-        // reach the path (the caller's guarantee); the grace period covers
-        // the readers of `io()` all the same.
-        let io = shared.io.replace(None);
-        if io.is_some() {
-            if let Some(io) = io.wait() {
-                fail(&io);
-            }
-        }
-        if shared.connected_cnt.load(Ordering::Acquire) > 0
-            && shared
-                .all_disconnected
-                .wait_timeout(RTRS_CONNECT_TIMEOUT_MS)
-                == WaitResult::TimedOut
-        {
-            pr_warn!(
-                "{}: timed out waiting for the disconnect of all connections\n",
-                &*shared.sessname
-            );
-        }
-        // The path's own device reference goes first, so that the last
-        // connection's `destroy_con_cq_qp` puts the PD while its cm id (and
-        // so the device) is still there, as in C.
-        drop(shared.inner.lock().dev.take());
-        // In creation order, as C: destroy_con_cq_qp, destroy_cm, destroy_con.
-        drop(core::mem::take(&mut self.cons));
-    }
-}
-
-impl Drop for Path {
-    fn drop(&mut self) {
-        // A path dropped on a connect error, or after `teardown` (a no-op
-        // then): the state is the owner's business.
-        self.teardown(|_| {});
     }
 }

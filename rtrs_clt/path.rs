@@ -22,7 +22,8 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
 use crate::bindings;
-use crate::clt::{IoCtx, Path, PathArgs, PathShared, RtrsCltState, CLOSE_WORK, ERR_RECOVERY_WORK};
+use crate::clt::{IoCtx, PathArgs, PathShared, RtrsCltState, CLOSE_WORK, ERR_RECOVERY_WORK};
+use crate::conns::Path;
 use crate::io::ReqDesc;
 use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};

@@ -15,20 +15,31 @@
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
 //! - `sync`: `struct completion`, RCU read sections, `synchronize_rcu`;
 //! - `misc`: uuid_gen, nr_cpu_ids;
-//! - `error`: C's errnos; `log`: rate-limited logging for completion context;
+//! - `error`: C's errnos;
+//! - `log`: rate-limited logging for completion context;
 //! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs);
-//! - `clt`: one generation of a path's connections: set-up (init_conns,
-//!   create_cm, the CM handler, create_con_cq_qp, the INFO exchange), the CQ
-//!   handler of IO responses, the heartbeat, and teardown;
-//! - `path`: a path across reconnects, with its recovery, reconnect and
-//!   close works;
-//! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
-//!   completion, local invalidation, and taking requests back for failover;
-//! - `sess`: the session, its path list, permits, policies, failover and
-//!   the exported `rtrs_clt_*` API (exported by `bindings/rtrs_export.c`);
+//! - `addr`: addresses between rtrs_core's parsed form and `sockaddr`;
+//! - `wq`: the workqueue and the delayed works on it (`DelayedWork`);
 //! - `stats`: per-CPU path statistics;
-//! - `wq`: the workqueue;
-//! - `sysfs`: the `/sys/class/rtrs-client` tree.
+//! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
+//!   completion, local invalidation, and taking requests back for failover,
+//!   on a connection seen through the narrow `IoCon` handle;
+//! - `clt`: a connection (`Con`: its CM handler, QP and CQ completions) and
+//!   what survives a path's reconnects (`PathShared`);
+//! - `conns`: one generation of a path's connections (`Path`): init_conns,
+//!   create_cm, the INFO exchange, and teardown;
+//! - `hb`: the heartbeat work on cid 0;
+//! - `path`: a path across reconnects (`SessPath`), with its recovery,
+//!   reconnect and close works; it calls its session through `PathOwner`;
+//! - `permits`: a session's permit pool;
+//! - `kobj`: the sysfs objects (session device, path directories);
+//! - `sess`: the session, its path list, policies and failover;
+//! - `api`: the exported `rtrs_clt_*` functions (exported by
+//!   `bindings/rtrs_export.c`);
+//! - `sysfs`: the `/sys/class/rtrs-client` show and store handlers.
+//!
+//! Each file imports only from the ones listed before it (checked by
+//! tests/host/lint.sh).
 //!
 //! Lock order (outer first: holding one of these, a thread only takes locks
 //! listed after it):
@@ -40,7 +51,7 @@
 //!
 //! `Sess::paths_ev` (`paths_up`) is taken by `path_up`/`path_down` (which
 //! call rnbd's `link_ev` under it, as C does) and by `Sess::open` when it
-//! links the paths. `PathShared::link` (a path's `established` and
+//! links the paths (under `paths_mutex`, which keeps the list's entries). `PathShared::link` (a path's `established` and
 //! `reconnect_attempts`) is a leaf: taken after `paths_ev` or `inner`, or
 //! alone.
 //!
@@ -85,7 +96,9 @@ mod addr;
 mod api;
 mod clt;
 mod cm;
+mod conns;
 mod error;
+mod hb;
 mod io;
 mod kobj;
 mod log;

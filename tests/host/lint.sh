@@ -2,7 +2,8 @@
 # Lint gates: rustfmt over all Rust (the kernel's settings, rustfmt.toml),
 # clippy with -D warnings over rtrs_core and its host tests, the module built
 # with the kernel's CLIPPY=1 without a single warning, and shellcheck
-# (warnings and errors) over scripts/ and tests/.
+# (warnings and errors) over scripts/ and tests/, and the module's layering
+# (scripts/check-layers.sh: each file imports only from layers below it).
 #
 # The module's clippy build runs in a scratch copy of the sources, so the
 # tree's own objects (what the VM tests load) stay rustc-built. It needs the
@@ -10,7 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$RTRS_REPO" || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
-tap_plan 4
+tap_plan 5
 
 # Every Rust file but bindgen's output and cargo's target/.
 mapfile -t rs < <(find . -name '*.rs' -not -path './target/*' -not -path './.git/*' \
@@ -43,4 +44,5 @@ fi
 
 mapfile -t sh < <(find scripts tests -name '*.sh' | sort)
 tap_check "shellcheck -S warning over ${#sh[@]} scripts" shellcheck -S warning -x -P SCRIPTDIR "${sh[@]}"
+tap_check "module files import downward only (the crate root's layer list)" scripts/check-layers.sh
 tap_done

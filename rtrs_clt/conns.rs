@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The connections of one client path, their set-up and their teardown, as
+//! rtrs-clt.c does it (init_conns, create_cm, create_con_cq_qp,
+//! rtrs_send_path_info, rtrs_clt_stop_and_destroy_conns).
+
+use core::pin::Pin;
+use core::sync::atomic::Ordering;
+
+use kernel::error::Error;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::bindings;
+use crate::clt::{
+    Con, InfoReqDone, InfoRspDone, IoCtx, PathShared, RtrsCltState, INFO_RSP_NONE, INFO_RSP_OK,
+};
+use crate::cm::CmId;
+use crate::error::{econnaborted, econnreset, etimedout};
+use crate::io::IoCon;
+use crate::rtrs_core::proto::{
+    RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS,
+    SERVICE_CON_QUEUE_DEPTH,
+};
+use crate::sync::WaitResult;
+use crate::verbs::{post_recv_raw, Iu};
+use crate::wq::DelayedWork;
+
+/// A connection and its cm id.
+///
+/// Drop order: `ConSlot::drop` marks the connection destroyed and releases
+/// its QP, CQ, IUs and device reference (under `con_mutex`); then the cm id
+/// is destroyed (waiting for a running handler); then the connection is freed.
+struct ConSlot {
+    cm_id: CmId<Con>,
+    con: Pin<KBox<Con>>,
+}
+
+impl Drop for ConSlot {
+    fn drop(&mut self) {
+        self.con.stop_direct_poll();
+        let mut inner = self.con.con_mutex.lock();
+        inner.destroyed = true;
+        self.con
+            .qp_raw
+            .store(core::ptr::null_mut(), Ordering::Release);
+        inner.destroy_con_cq_qp();
+    }
+}
+
+/// The INFO_REQ/INFO_RSP buffers of `rtrs_send_path_info`. Kept until the
+/// QPs are drained (C frees them in their completions).
+struct InfoIus {
+    tx: Pin<KBox<Iu<InfoReqDone>>>,
+    rx: Pin<KBox<Iu<InfoRspDone>>>,
+}
+
+/// The connections of a client path (`struct rtrs_clt_path` minus what
+/// survives a reconnect, which is in [`PathShared`]), connected by
+/// [`Path::connect`] and torn down by [`Path::teardown`] or drop.
+///
+pub(crate) struct Path {
+    /// In creation order (cid).
+    cons: KVec<ConSlot>,
+    info_ius: Option<InfoIus>,
+    /// The heartbeat work (`hb_dwork`) on cid 0, while started.
+    hb: Option<DelayedWork>,
+    shared: Arc<PathShared>,
+}
+
+impl Path {
+    /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
+    /// CONNECTING: connects one admin connection, one per CPU id and the
+    /// poll ones, then does the INFO exchange. On error everything is torn
+    /// down and the C client's errno returned.
+    pub(crate) fn connect(shared: &Arc<PathShared>) -> Result<Self> {
+        let mut path = Path {
+            cons: KVec::new(),
+            info_ius: None,
+            hb: None,
+            shared: shared.clone(),
+        };
+        shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
+        path.init_conns()?;
+        path.send_path_info()?;
+        Ok(path)
+    }
+
+    /// What CM handlers and CQ callbacks share.
+    pub(crate) fn shared(&self) -> &PathShared {
+        &self.shared
+    }
+
+    /// Connection `cid`.
+    pub(crate) fn con(&self, cid: usize) -> Option<&Con> {
+        self.cons.get(cid).map(|s| &*s.con)
+    }
+
+    /// `rtrs_start_hb` on cid 0, on the path's workqueue.
+    pub(crate) fn start_hb(&mut self) -> Result {
+        if self.hb.is_some() {
+            return Ok(());
+        }
+        let con0: *const Con = self.con(0).ok_or(EINVAL)?;
+        let shared = self.shared();
+        shared.hb_missed_cnt.store(0, Ordering::Release);
+        // SAFETY: `con0` (boxed in `cons`) stays until `stop_hb` drops the
+        // work, before the connections go; `hb_wq` outlives the path.
+        let w = unsafe { DelayedWork::new::<Con, 0>(con0, shared.hb_wq) }?;
+        w.queue(RTRS_HB_INTERVAL_MS);
+        self.hb = Some(w);
+        Ok(())
+    }
+
+    /// `rtrs_stop_hb`: cancels the heartbeat work and waits for it.
+    fn stop_hb(&mut self) {
+        drop(self.hb.take());
+        self.shared().hb_missed_cnt.store(0, Ordering::Release);
+    }
+
+    /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
+    /// after `connect`.
+    pub(crate) fn alloc_reqs(&mut self) -> Result {
+        let io = {
+            let shared = self.shared();
+            let pinner = shared.inner.lock();
+            let params = pinner.params.ok_or(EINVAL)?;
+            let dev = pinner.dev.as_ref().ok_or(EINVAL)?;
+            IoCtx::new(
+                &shared.sessname,
+                dev,
+                &params,
+                pinner.rbufs.as_slice(),
+                pinner.max_pages_per_mr,
+            )?
+        };
+        // Nothing was published before (a fresh connect); else the old one
+        // goes after a grace period.
+        drop(self.shared().io.replace(Some(io)));
+        Ok(())
+    }
+
+    /// `init_conns`: creates and connects each connection in cid order.
+    fn init_conns(&mut self) -> Result {
+        // Not borrowed from `self`: the connections change meanwhile.
+        let shared = self.shared.clone();
+        let nr_cpus = u32::from(shared.irq_con_num.saturating_sub(1)).max(1);
+        for cid in 0..shared.con_num {
+            // Connections 0 and 1 both go to the first CPU.
+            let cpu = u32::from(cid.saturating_sub(1))
+                .checked_rem(nr_cpus)
+                .unwrap_or(0);
+            let con = KBox::pin_init(Con::new(cid, cpu, shared.clone()), GFP_KERNEL)?;
+            // SAFETY: All members of the storage union are plain data, and
+            // `dst_addr` was filled by inet_pton_with_scope.
+            let family = unsafe { shared.dst_addr.__bindgen_anon_1.__bindgen_anon_1.ss_family };
+            let ps = if u32::from(family) == kernel::bindings::AF_IB {
+                bindings::rdma_ucm_port_space_RDMA_PS_IB
+            } else {
+                bindings::rdma_ucm_port_space_RDMA_PS_TCP
+            };
+            // SAFETY: `con` is pinned and, in the `ConSlot` below, outlives
+            // the cm id (fields drop in order; `ConSlot::drop` runs first).
+            let cm_id = unsafe { CmId::create(&*con, ps, bindings::ib_qp_type_IB_QPT_RC) }
+                .inspect_err(|e| {
+                    pr_err!(
+                        "{}: Failed to create CM ID, err: {:?}\n",
+                        &*shared.sessname,
+                        e
+                    )
+                })?;
+            con.cm_id.store(cm_id.as_ptr(), Ordering::Release);
+            self.cons.push(ConSlot { cm_id, con }, GFP_KERNEL)?;
+            let slot = self.cons.last().ok_or(EINVAL)?;
+            Self::create_cm(&shared, slot).inspect_err(|_| {
+                shared.change_state(RtrsCltState::ConnectingErr);
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `create_cm`, after the id exists: resolve and wait for the outcome.
+    fn create_cm(shared: &PathShared, slot: &ConSlot) -> Result {
+        let sess = &*shared.sessname;
+        slot.cm_id
+            .set_reuseaddr(true)
+            .inspect_err(|e| pr_err!("{}: Set address reuse failed, err: {:?}\n", sess, e))?;
+        slot.cm_id
+            .resolve_addr(&shared.src_addr, &shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
+            .inspect_err(|e| pr_err!("{}: Failed to resolve address, err: {:?}\n", sess, e))?;
+        match slot
+            .con
+            .cm_done
+            .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
+        {
+            WaitResult::TimedOut => return Err(etimedout()),
+            WaitResult::Interrupted => return Err(ERESTARTSYS),
+            WaitResult::Done => {}
+        }
+        let cm_err = slot.con.cm_err.load(Ordering::Acquire);
+        if cm_err < 0 {
+            return Err(Error::from_errno(cm_err));
+        }
+        if shared.state() != RtrsCltState::Connecting || cm_err != 1 {
+            // Device removal.
+            return Err(econnaborted());
+        }
+        Ok(())
+    }
+
+    /// `post_recv_path`: receives on every connection, 2 * 512 on cid 0 and
+    /// 2 * queue_depth on the others; with NEW_RKEY each into an `rsp_ius`
+    /// buffer, otherwise without SGE on `io_comp_cqe`.
+    fn post_recv_path(&self, queue_depth: u32, new_rkey: bool) -> Result {
+        for slot in self.cons.iter() {
+            let con = &slot.con;
+            let q = if con.cid == 0 {
+                SERVICE_CON_QUEUE_DEPTH
+            } else {
+                queue_depth
+            };
+            let q = usize::try_from(q.checked_mul(2).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
+            let inner = con.con_mutex.lock();
+            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
+            for i in 0..q {
+                let res = if new_rkey {
+                    let iu = inner.rsp_ius.get(i).ok_or(EINVAL)?;
+                    // SAFETY: The IU lives in `inner` until the QP is drained
+                    // and destroyed (`ConSlot::drop`).
+                    unsafe { qp.post_recv(iu, con.lkey()) }
+                } else {
+                    // SAFETY: `io_comp_cqe` lives as long as the connection,
+                    // which outlives its QP.
+                    unsafe { post_recv_raw(qp.as_ptr(), con.io_comp_cqe.get(), 0, 0, 0) }
+                };
+                res.inspect_err(|e| pr_err!("{}: post_recv_io(), err: {:?}\n", con.sess(), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `rtrs_send_path_info`, and the processing half of
+    /// `rtrs_clt_info_rsp_done` (`process_info_rsp`, `post_recv_path`),
+    /// done here in process context.
+    fn send_path_info(&mut self) -> Result {
+        let res = self.do_send_path_info();
+        if res.is_err() {
+            self.shared().change_state(RtrsCltState::ConnectingErr);
+        }
+        res
+    }
+
+    fn do_send_path_info(&mut self) -> Result {
+        // Not borrowed from `self`: the connections change meanwhile.
+        let shared = self.shared.clone();
+        let sess = &*shared.sessname;
+        let (params, lkey) = {
+            let pinner = shared.inner.lock();
+            let params = pinner.params.ok_or(EINVAL)?;
+            let dev = pinner.dev.as_ref().ok_or(EINVAL)?;
+            let qd = usize::try_from(params.queue_depth).map_err(|_| EINVAL)?;
+            let rx_sz = RtrsMsgInfoRsp::rx_size(qd).ok_or(EINVAL)?;
+            let mut tx = Iu::<InfoReqDone>::alloc(
+                dev,
+                RtrsMsgInfoReq::SIZE,
+                bindings::dma_data_direction_DMA_TO_DEVICE,
+            )?;
+            let rx =
+                Iu::<InfoRspDone>::alloc(dev, rx_sz, bindings::dma_data_direction_DMA_FROM_DEVICE)?;
+            let msg = RtrsMsgInfoReq::new(sess.as_bytes())?;
+            tx.as_mut()
+                .fill_for_device(|buf| msg.encode(buf))
+                .map_err(|_| EINVAL)?;
+            // Stored before posting: posted buffers must outlive the drain.
+            self.info_ius = Some(InfoIus { tx, rx });
+            (params, dev.local_dma_lkey())
+        };
+        let ius = self.info_ius.as_ref().ok_or(EINVAL)?;
+        let con0 = &self.cons.first().ok_or(EINVAL)?.con;
+        shared.info_rsp.store(INFO_RSP_NONE, Ordering::Release);
+        shared.state_changed.reinit();
+        {
+            let inner = con0.con_mutex.lock();
+            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
+            // SAFETY: `ius` stays in `self.info_ius` until after the drain in `close`.
+            unsafe { qp.post_recv(&ius.rx, lkey) }
+                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_recv(), err: {:?}\n", sess, e))?;
+            // SAFETY: As above.
+            unsafe { qp.post_send(&ius.tx, RtrsMsgInfoReq::SIZE, lkey) }
+                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_send(), err: {:?}\n", sess, e))?;
+        }
+
+        // Wait for the response or a state change, as C's wait on state_wq.
+        // Each wake-up is an event after the reinit above; a few rounds
+        // cover a state change that is not the one waited for.
+        for _ in 0..4 {
+            if shared.state() != RtrsCltState::Connecting
+                || shared.info_rsp.load(Ordering::Acquire) != INFO_RSP_NONE
+            {
+                break;
+            }
+            if shared
+                .state_changed
+                .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
+                != WaitResult::Done
+            {
+                break;
+            }
+        }
+        match shared.info_rsp.load(Ordering::Acquire) {
+            INFO_RSP_OK if shared.state() == RtrsCltState::Connecting => {}
+            INFO_RSP_NONE if shared.state() == RtrsCltState::Connecting => {
+                return Err(etimedout());
+            }
+            _ => return Err(econnreset()),
+        }
+
+        // rtrs_clt_info_rsp_done + process_info_rsp.
+        let len =
+            usize::try_from(shared.info_rsp_len.load(Ordering::Relaxed)).map_err(|_| EINVAL)?;
+        let data = ius.rx.data_for_cpu();
+        let Some(buf) = data.get(..len) else {
+            pr_err!("{}: Path info response is malformed: size {}\n", sess, len);
+            return Err(econnreset());
+        };
+        {
+            let mut pinner = shared.inner.lock();
+            RtrsMsgInfoRsp::process(
+                buf,
+                params.queue_depth,
+                params.chunk_size,
+                pinner.rbufs.as_mut_slice(),
+            )
+            .map_err(|e| {
+                pr_err!("{}: Path info response: {}\n", sess, e);
+                econnreset()
+            })?;
+        }
+        self.post_recv_path(params.queue_depth, params.new_rkey())
+            .map_err(|_| econnreset())?;
+        if !shared.change_state(RtrsCltState::Connected) {
+            return Err(econnreset());
+        }
+        Ok(())
+    }
+
+    /// `rtrs_clt_stop_and_destroy_conns`: stops the heartbeat, disconnects
+    /// and drains every connection, hands the request slots to `fail`
+    /// (`fail_all_outstanding_reqs`) and frees them, waits (at most the
+    /// connect timeout) for the DISCONNECTED events, then destroys QPs,
+    /// CQs and cm ids and puts the PD. The state is left alone.
+    ///
+    /// The caller has made sure no submitter can reach this path any more
+    /// (state not CONNECTED, unpublished, `synchronize_rcu`).
+    pub(crate) fn teardown(&mut self, fail: impl FnOnce(&IoCtx)) {
+        self.stop_hb();
+        // Not borrowed from `self`: the connections change meanwhile.
+        let shared = self.shared.clone();
+        shared.all_disconnected.reinit();
+        for slot in self.cons.iter() {
+            // stop_cm; the core's drain polls a poll connection's CQ itself.
+            slot.cm_id.disconnect();
+            slot.con.stop_direct_poll();
+            let inner = slot.con.con_mutex.lock();
+            if let Some(qp) = inner.qp.as_ref() {
+                qp.drain();
+            }
+        }
+        // Everything posted is flushed now.
+        self.info_ius = None;
+        // The QPs are drained (no callback uses it) and no submitter can
+        // reach the path (the caller's guarantee); the grace period covers
+        // the readers of `io()` all the same.
+        let io = shared.io.replace(None);
+        if io.is_some() {
+            if let Some(io) = io.wait() {
+                fail(&io);
+            }
+        }
+        if shared.connected_cnt.load(Ordering::Acquire) > 0
+            && shared
+                .all_disconnected
+                .wait_timeout(RTRS_CONNECT_TIMEOUT_MS)
+                == WaitResult::TimedOut
+        {
+            pr_warn!(
+                "{}: timed out waiting for the disconnect of all connections\n",
+                &*shared.sessname
+            );
+        }
+        // The path's own device reference goes first, so that the last
+        // connection's `destroy_con_cq_qp` puts the PD while its cm id (and
+        // so the device) is still there, as in C.
+        drop(shared.inner.lock().dev.take());
+        // In creation order, as C: destroy_con_cq_qp, destroy_cm, destroy_con.
+        drop(core::mem::take(&mut self.cons));
+    }
+}
+
+impl Drop for Path {
+    fn drop(&mut self) {
+        // A path dropped on a connect error, or after `teardown` (a no-op
+        // then): the state is the owner's business.
+        self.teardown(|_| {});
+    }
+}

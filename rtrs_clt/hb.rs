@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The heartbeat of a path (`hb_work` of rtrs.c) on its cid 0 connection:
+//! rtrs_core's `hb_tick` decides, this sends or starts error recovery.
+
+use core::sync::atomic::Ordering;
+
+use kernel::prelude::*;
+
+use crate::clt::Con;
+use crate::error::econnreset;
+use crate::io::IoCon;
+use crate::rtrs_core::imm;
+use crate::rtrs_core::path_state::{self, HbAction};
+use crate::rtrs_core::proto::{RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX};
+use crate::wq::{WorkItem, WorkRef};
+
+/// `hb_work` of rtrs.c, on cid 0: sends HB_MSG every `RTRS_HB_INTERVAL_MS`
+/// unless the last one is still unanswered; any receive clears the count.
+impl WorkItem for Con {
+    fn run(&self, work: &WorkRef<'_>) {
+        hb_work(self, work);
+    }
+}
+
+fn hb_work(con: &Con, work: &WorkRef<'_>) {
+    let path = con.path();
+    let mut act = HbAction::Reschedule;
+    // A receive completion may reset the count meanwhile: the tick then
+    // runs again on the new count.
+    let _ = path
+        .hb_missed_cnt
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cnt| {
+            let (a, next) = path_state::hb_tick(cnt, RTRS_HB_MISSED_MAX);
+            act = a;
+            (a != HbAction::ErrHandler).then_some(next)
+        });
+    match act {
+        HbAction::ErrHandler => {
+            pr_err!("{}: HB missed max reached.\n", con.sess());
+            path.error_recovery();
+            return;
+        }
+        HbAction::Reschedule => {}
+        HbAction::Send => {
+            path.hb_last_sent_ns
+                .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
+            let qp = con.qp_raw();
+            let res = if qp.is_null() {
+                Err(econnreset())
+            } else {
+                // SAFETY: `qp` is cid 0's QP, live until teardown, which
+                // stops this work first.
+                unsafe { con.post_imm_empty(qp, imm::RTRS_HB_MSG_IMM_VAL) }
+            };
+            if let Err(e) = res {
+                // rtrs_clt_hb_err_handler, as C: the path recovers.
+                pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
+                path.error_recovery();
+                return;
+            }
+        }
+    }
+    work.queue(RTRS_HB_INTERVAL_MS);
+}
