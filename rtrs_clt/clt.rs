@@ -129,7 +129,7 @@ pub(crate) struct PathInner {
 ///
 /// Lock-free fields are atomics; `inner` is a mutex, so it is never taken in
 /// CQ callbacks (softirq). The INFO_RSP callback only records the received
-/// length; the connecting thread processes it (see `Path::send_path_info`).
+/// length; the connecting thread processes it (see `PathConns::send_path_info`).
 #[pin_data]
 pub(crate) struct PathShared {
     pub(crate) sessname: CString,
@@ -177,7 +177,7 @@ pub(crate) struct PathShared {
     /// which outlives the path.
     pub(crate) hb_wq: *mut bindings::workqueue_struct,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), published once the
-    /// path is connected; `Path::teardown` takes them out after every QP
+    /// path is connected; `PathConns::teardown` takes them out after every QP
     /// is drained and frees them after a grace period.
     pub(crate) io: RcuBox<IoCtx>,
     /// Completed on every state change and when the INFO_RSP arrives
@@ -345,7 +345,7 @@ impl PathShared {
         self.update_state(|s| path_state::change_state(s, new))
     }
 
-    /// The IO context, once `Path::alloc_reqs` has run, while `g` is held.
+    /// The IO context, once `PathConns::alloc_reqs` has run, while `g` is held.
     pub(crate) fn io<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a IoCtx> {
         self.io.get(g)
     }
@@ -1155,7 +1155,7 @@ impl IuDone for InfoReqDone {
 }
 
 /// `rtrs_clt_info_rsp_done`, first half: record the result (softirq, no
-/// locks); `Path::send_path_info` validates and processes it.
+/// locks); `PathConns::send_path_info` validates and processes it.
 pub(crate) struct InfoRspDone;
 
 impl IuDone for InfoRspDone {

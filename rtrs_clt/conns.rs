@@ -57,9 +57,9 @@ struct InfoIus {
 
 /// The connections of a client path (`struct rtrs_clt_path` minus what
 /// survives a reconnect, which is in [`PathShared`]), connected by
-/// [`Path::connect`] and torn down by [`Path::teardown`] or drop.
+/// [`PathConns::connect`] and torn down by [`PathConns::teardown`] or drop.
 ///
-pub(crate) struct Path {
+pub(crate) struct PathConns {
     /// In creation order (cid).
     cons: KVec<ConSlot>,
     info_ius: Option<InfoIus>,
@@ -68,13 +68,13 @@ pub(crate) struct Path {
     shared: Arc<PathShared>,
 }
 
-impl Path {
+impl PathConns {
     /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
     /// CONNECTING: connects one admin connection, one per CPU id and the
     /// poll ones, then does the INFO exchange. On error everything is torn
     /// down and the C client's errno returned.
     pub(crate) fn connect(shared: &Arc<PathShared>) -> Result<Self> {
-        let mut path = Path {
+        let mut path = PathConns {
             cons: KVec::new(),
             info_ius: None,
             hb: None,
@@ -397,7 +397,7 @@ impl Path {
     }
 }
 
-impl Drop for Path {
+impl Drop for PathConns {
     fn drop(&mut self) {
         // A path dropped on a connect error, or after `teardown` (a no-op
         // then): the state is the owner's business.

@@ -3,7 +3,7 @@
 //! A session's path across reconnects (`struct rtrs_clt_path` with its
 //! `err_recovery_work`, `reconnect_dwork` and `close_work`).
 //!
-//! The connections of a path are a [`Path`], published in `SessPath::cur`
+//! The connections of a path are a [`PathConns`], published in `SessPath::cur`
 //! while connected. IO reaches it only inside an RCU read-side section
 //! ([`RcuGuard`]) and only if the path reads CONNECTED; teardown leaves
 //! CONNECTED first, unpublishes `cur`, then waits with `synchronize_rcu`
@@ -23,7 +23,7 @@ use kernel::sync::{Arc, Mutex};
 
 use crate::bindings;
 use crate::clt::{IoCtx, PathArgs, PathShared, RtrsCltState, CLOSE_WORK, ERR_RECOVERY_WORK};
-use crate::conns::Path;
+use crate::conns::PathConns;
 use crate::io::ReqDesc;
 use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
@@ -60,8 +60,8 @@ pub(crate) trait PathOwner: Sync {
 pub(crate) struct SessPath<O: PathOwner> {
     /// What survives reconnects; sysfs files and connections point to it.
     shared: Arc<PathShared>,
-    /// The connected `Path`, for IO under RCU; empty while down.
-    cur: RcuBox<Path>,
+    /// The connected `PathConns`, for IO under RCU; empty while down.
+    cur: RcuBox<PathConns>,
     /// The session, once it exists (set by `Sess::open`).
     sess: AtomicPtr<O>,
     /// `reconnect_delay_sec` of the session.
@@ -140,7 +140,7 @@ impl<O: PathOwner> SessPath<O> {
                 // SAFETY: The works in `shared` and `reconnect` run code of
                 // the `SessPath` at `this` and are not queued before it is
                 // initialised. They go with it: `shared` is shared only with
-                // the connected `Path`, which `drop` tears down (after
+                // the connected `PathConns`, which `drop` tears down (after
                 // cancelling the works) before the fields go.
                 shared: unsafe { PathShared::new(args, this.as_ptr().cast_const(), wq) }?,
                 cur: RcuBox::empty(),
@@ -174,8 +174,8 @@ impl<O: PathOwner> SessPath<O> {
         self.sess.store(sess.cast_mut(), Ordering::Release);
     }
 
-    /// The connected `Path` while `guard` is held, if it is published.
-    pub(crate) fn cur<'a>(&'a self, guard: &'a RcuGuard) -> Option<&'a Path> {
+    /// The connected `PathConns` while `guard` is held, if it is published.
+    pub(crate) fn cur<'a>(&'a self, guard: &'a RcuGuard) -> Option<&'a PathConns> {
         self.cur.get(guard)
     }
 
@@ -185,7 +185,7 @@ impl<O: PathOwner> SessPath<O> {
     pub(crate) fn init_path(&self) -> Result {
         {
             let _g = self.init.lock();
-            let mut path = Path::connect(&self.shared).inspect_err(|e| {
+            let mut path = PathConns::connect(&self.shared).inspect_err(|e| {
                 pr_err!(
                     "{}: init_conns() failed: err={}\n",
                     self.shared.sessname(),

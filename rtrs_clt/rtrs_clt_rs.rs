@@ -26,7 +26,7 @@
 //!   on a connection seen through the narrow `IoCon` handle;
 //! - `clt`: a connection (`Con`: its CM handler, QP and CQ completions) and
 //!   what survives a path's reconnects (`PathShared`);
-//! - `conns`: one generation of a path's connections (`Path`): init_conns,
+//! - `conns`: one generation of a path's connections (`PathConns`): init_conns,
 //!   create_cm, the INFO exchange, and teardown;
 //! - `hb`: the heartbeat work on cid 0;
 //! - `path`: a path across reconnects (`SessPath`), with its recovery,
