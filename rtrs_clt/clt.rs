@@ -132,6 +132,11 @@ pub(crate) struct PathInner {
 /// length; the connecting thread processes it (see `PathConns::send_path_info`).
 #[pin_data]
 pub(crate) struct PathShared {
+    /// The session path's `err_recovery_work` and `close_work` (their code
+    /// is the owner's), queued by `error_recovery`, DEVICE_REMOVAL and a
+    /// failed reconnect. First: they go before the fields they use.
+    err_recovery_work: DelayedWork,
+    close_work: DelayedWork,
     pub(crate) sessname: CString,
     /// `s.uuid` (path uuid).
     uuid: [u8; 16],
@@ -149,10 +154,6 @@ pub(crate) struct PathShared {
     /// this path was established, so later reconnects may create the
     /// session on the server again.
     for_new_clt: AtomicBool,
-    /// The session path's `err_recovery_work` and `close_work` (their
-    /// code is the owner's), queued by `error_recovery` and DEVICE_REMOVAL.
-    err_recovery_work: DelayedWork,
-    close_work: DelayedWork,
     pool: Arc<DevPool>,
     /// `RtrsCltState` as u8.
     state: AtomicU8,
@@ -236,8 +237,9 @@ impl PathShared {
     ///
     /// # Safety
     ///
-    /// `owner` and `wq` outlive the returned `PathShared` (`owner` may
-    /// still be initialising: no work is queued before the path connects).
+    /// `owner` and `wq` outlive every clone of the returned `Arc` (`owner`
+    /// may still be initialising: no work is queued before the path
+    /// connects).
     pub(crate) unsafe fn new<T>(
         a: &PathArgs<'_>,
         owner: *const T,

@@ -58,7 +58,6 @@ struct InfoIus {
 /// The connections of a client path (`struct rtrs_clt_path` minus what
 /// survives a reconnect, which is in [`PathShared`]), connected by
 /// [`PathConns::connect`] and torn down by [`PathConns::teardown`] or drop.
-///
 pub(crate) struct PathConns {
     /// In creation order (cid).
     cons: KVec<ConSlot>,
@@ -73,7 +72,12 @@ impl PathConns {
     /// CONNECTING: connects one admin connection, one per CPU id and the
     /// poll ones, then does the INFO exchange. On error everything is torn
     /// down and the C client's errno returned.
-    pub(crate) fn connect(shared: &Arc<PathShared>) -> Result<Self> {
+    ///
+    /// # Safety
+    ///
+    /// The `PathConns` (which holds `shared`) is dropped before the owner of
+    /// `shared`'s works goes (see `PathShared::new`).
+    pub(crate) unsafe fn connect(shared: &Arc<PathShared>) -> Result<Self> {
         let mut path = PathConns {
             cons: KVec::new(),
             info_ius: None,

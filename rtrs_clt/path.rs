@@ -58,6 +58,10 @@ pub(crate) trait PathOwner: Sync {
 /// session that owns this path (and outlives it).
 #[pin_data(PinnedDrop)]
 pub(crate) struct SessPath<O: PathOwner> {
+    /// `reconnect_dwork` (`err_recovery_work` and `close_work` are in
+    /// `shared`, which queues them). First: fields drop in order, and a
+    /// work goes before what it uses.
+    reconnect: DelayedWork,
     /// What survives reconnects; sysfs files and connections point to it.
     shared: Arc<PathShared>,
     /// The connected `PathConns`, for IO under RCU; empty while down.
@@ -72,9 +76,6 @@ pub(crate) struct SessPath<O: PathOwner> {
     /// `init_mutex`.
     #[pin]
     init: Mutex<()>,
-    /// `reconnect_dwork` (`err_recovery_work` and `close_work` are in
-    /// `shared`, which queues them).
-    reconnect: DelayedWork,
 }
 
 // SAFETY: `cur` and `sess` follow the type invariant; the rest is
@@ -86,8 +87,10 @@ unsafe impl<O: PathOwner> Sync for SessPath<O> {}
 #[pinned_drop]
 impl<O: PathOwner> PinnedDrop for SessPath<O> {
     fn drop(self: Pin<&mut Self>) {
-        // The works reference us: stop them first (close_conns ran already,
-        // so none requeues), then anything still connected goes.
+        // A path dropped without being closed (an error in open or
+        // add_path after it connected) closes here: once CLOSED no error
+        // requeues a work. Then the works, which reference us, stop.
+        self.close_conns(true);
         self.shared.close_work().cancel_sync();
         self.shared.err_recovery_work().cancel_sync();
         self.reconnect.cancel_sync();
@@ -185,7 +188,10 @@ impl<O: PathOwner> SessPath<O> {
     pub(crate) fn init_path(&self) -> Result {
         {
             let _g = self.init.lock();
-            let mut path = PathConns::connect(&self.shared).inspect_err(|e| {
+            // SAFETY: The connections live in `cur` or in this frame, and
+            // `drop` tears `cur` down before the works in `shared` (whose
+            // owner we are) can outlive us.
+            let mut path = unsafe { PathConns::connect(&self.shared) }.inspect_err(|e| {
                 pr_err!(
                     "{}: init_conns() failed: err={}\n",
                     self.shared.sessname(),

@@ -51,9 +51,9 @@
 //!
 //! `Sess::paths_ev` (`paths_up`) is taken by `path_up`/`path_down` (which
 //! call rnbd's `link_ev` under it, as C does) and by `Sess::open` when it
-//! links the paths (under `paths_mutex`, which keeps the list's entries). `PathShared::link` (a path's `established` and
-//! `reconnect_attempts`) is a leaf: taken after `paths_ev` or `inner`, or
-//! alone.
+//! links the paths (under `paths_mutex`, which keeps the list's entries).
+//! `PathShared::link` (a path's `established` and `reconnect_attempts`) is
+//! a leaf: taken after `paths_ev` or `inner`, or alone.
 //!
 //! No lock is taken in CQ callbacks (softirq for IRQ connections) or on the
 //! IO submission path (blk-mq, may be atomic): they use atomics, the

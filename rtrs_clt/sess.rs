@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The session (`struct rtrs_clt_sess`), its permits, and the exported
-//! `rtrs_clt_*` API of rtrs.h (exported by `bindings/rtrs_export.c`).
+//! The session (`struct rtrs_clt_sess`): its path list, the multipath
+//! policies, failover, and adding and removing paths.
 //!
-//! `rtrs_clt_open` connects every given path synchronously and returns a
-//! connected session or ERR_PTR. Paths never change after open (no
-//! add/remove path yet), so IO reads the path list without a lock.
+//! `Sess::open` connects every given path synchronously and returns a
+//! connected session. IO walks the path list under RCU without a lock;
+//! paths are added and removed under `paths_mutex` (see `PathList`).
 
 use core::pin::Pin;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
@@ -146,17 +146,21 @@ impl PathList {
         (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
     }
 
-    /// The entries in order, valid while the caller holds `paths_mutex`
-    /// (`_held`): only `remove` and `take_all`, which run under it, free
-    /// one. Unlike `iter`, the caller may sleep.
-    fn iter_held<'a>(
+    /// The entries in order while `_held` is held. Unlike `iter`, the
+    /// caller may sleep.
+    ///
+    /// # Safety
+    ///
+    /// `_held` is a guard of the session's `paths_mutex`: only `remove` and
+    /// `take_all`, which run under it, free an entry.
+    unsafe fn iter_held<'a>(
         &'a self,
         _held: &'a Guard<'_, bool, MutexBackend>,
     ) -> impl Iterator<Item = &'a PathEntry> + 'a {
         (0..self.len()).filter_map(move |i| {
             let p = self.slots.get(i)?.load(Ordering::Acquire);
-            // SAFETY: `_held` is a guard of `paths_mutex`, under which
-            // alone entries are unlinked and freed (type invariant).
+            // SAFETY: The caller holds `paths_mutex`, under which alone
+            // entries are unlinked and freed (type invariant).
             unsafe { p.as_ref() }
         })
     }
@@ -396,7 +400,8 @@ impl Sess {
             },
             GFP_KERNEL,
         );
-        // On ENOMEM the paths (in `PathList`) close as it drops.
+        // On ENOMEM the paths (in `PathList`) are dropped, each closing
+        // itself (see `SessPath`'s drop).
         let sess = sess?;
         let p: *const Sess = &*sess;
         {
@@ -406,7 +411,8 @@ impl Sess {
             // `link` sleeps: the list is held by `paths_mutex`, not RCU.
             let held = sess.paths_mutex.lock();
             let mut up = sess.paths_ev.lock();
-            for e in sess.paths.iter_held(&held) {
+            // SAFETY: `held` guards this session's `paths_mutex`.
+            for e in unsafe { sess.paths.iter_held(&held) } {
                 let link = e.sp.shared().link.lock();
                 e.sp.set_sess(p);
                 up.link_path(&link);
