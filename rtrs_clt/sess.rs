@@ -717,7 +717,7 @@ impl Sess {
         })
     }
 
-    /// `rtrs_clt_request`: checks the sizes, then `issue`.
+    /// `rtrs_clt_request`: checks the permit and the sizes, then `issue`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn request(
         &self,
@@ -729,6 +729,9 @@ impl Sess {
         sg: *mut bindings::scatterlist,
         sg_cnt: u32,
     ) -> Result {
+        if self.permits.index_of(permit).is_none() {
+            return Err(EINVAL);
+        }
         let mut usr_len = 0usize;
         for v in usr {
             usr_len = usr_len.checked_add(v.iov_len).ok_or(emsgsize())?;

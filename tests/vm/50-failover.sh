@@ -36,7 +36,10 @@ fio_bg() {
 #    one in the quick tier).
 NCYC=$(by_tier 1 3)
 fio_bg "$(by_tier 15 40)"
-sleep 3
+# A disconnect fails over only what is in flight: wait for IO on path 1
+# (stats/rdma field 5, counted under the default min-inflight policy).
+wait_for 30 sh -c "[ \$(awk '{print \$5}' $p1/stats/rdma) -gt 0 ]" ||
+	diag "no IO in flight on path 1 after 30 s"
 rf=0
 for _ in $(seq 1 "$NCYC"); do
 	echo 1 > $p1/disconnect; sleep 1
