@@ -3,12 +3,11 @@
 # unmodified rnbd-client over this module (MP_CLIENT=rs, the default; make
 # check runs it as tests/vm/55-mp-churn.sh) or over the in-tree C client
 # (MP_CLIENT=c, a baseline run by hand): map over both paths; verified randrw
-# fio (crc32c, QD 64, one job per CPU, 180 s; 75 s with the fast actions only
+# fio (crc32c, QD 64, one job per CPU, 240 s; 75 s with the fast actions only
 # in the quick tier) while a loop takes one path at a
-# time away and back: remove_path/add_path of path 1, ip link down/up of path
-# 1's middle link, a silent cut of path 2 (blackhole routes), sysfs
-# disconnect/reconnect of path 2, then disconnect/reconnect flips until fio
-# ends; no verify error, failovers counted, both paths back; then netem delay
+# time away and back: ip link down/up of path 1's middle link, a silent cut
+# of path 2 (blackhole routes), remove_path/add_path of path 1, then sysfs
+# disconnect/reconnect flips until fio ends; no verify error, failovers counted, both paths back; then netem delay
 # on path 1 and the min-latency policy must steer the IO to path 2.
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$TESTS_DIR/lib.sh"
@@ -21,10 +20,12 @@ case $MP_CLIENT in
 esac
 # The quick tier (make check) runs 75 s of fio with the fast actions only
 # (remove_path/add_path and disconnect/reconnect); a link down and a silent
-# cut each cost 40-55 s until the path is back.
-FIO_RT=${MP_FIO_RUNTIME:-$(by_tier 75 180)}
+# cut each cost 40-70 s until the path is back, remove_path/add_path 20-45 s
+# under IO. The full tier starts the slow ones first and gives fio 240 s, so
+# that every kind of action starts while fio runs.
+FIO_RT=${MP_FIO_RUNTIME:-$(by_tier 75 240)}
 ACTIONS=${MP_ACTIONS:-$(by_tier "remove_add disc:2 disc:1 disc:2 disc:1" \
-	"remove_add link cut disc:2 disc:1 disc:2 disc:1 disc:2 disc:1")}
+	"link cut remove_add disc:2 disc:1 disc:2 disc:1 disc:2 disc:1")}
 # Multipath policy during the cuts; empty keeps the client's default
 # (min-inflight for the C client). round-robin makes the C client splat
 # "BUG: using smp_processor_id() in preemptible code" (get_next_path_rr) on
