@@ -79,7 +79,9 @@ slice() {
 passed=0 failed=0 skipped=0 idx=0 times=()
 echo "# tier: $RTRS_TIER"
 echo "TAP version 13"
-echo "1..$(( ${#scripts[@]} + ${SUITE:+1} ))"
+plan=${#scripts[@]}
+[ -n "${SUITE:-}" ] && plan=$((plan + 1)) # the suite's own point
+echo "1..$plan"
 for s in "${scripts[@]}"; do
 	idx=$((idx + 1))
 	name=${s#tests/}; name=${name%.sh}
