@@ -132,6 +132,11 @@ unsigned int rtrs_rs_next_possible_cpu(int prev)
 	return cpumask_next(prev, cpu_possible_mask);
 }
 
+bool rtrs_rs_cpu_possible(unsigned int cpu)
+{
+	return cpu < nr_cpu_ids && cpu_possible(cpu);
+}
+
 unsigned int rtrs_rs_nr_cpu_ids(void)
 {
 	return nr_cpu_ids;

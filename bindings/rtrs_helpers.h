@@ -80,6 +80,8 @@ void rtrs_rs_free_percpu(void *p);
 void *rtrs_rs_per_cpu_ptr(void *p, int cpu);
 /* cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end. */
 unsigned int rtrs_rs_next_possible_cpu(int prev);
+/* cpu < nr_cpu_ids && cpu_possible(cpu). */
+bool rtrs_rs_cpu_possible(unsigned int cpu);
 
 /* dev_get_by_name(&init_net, name) -> ifindex, 0 if there is none. */
 int rtrs_rs_dev_ifindex(const char *name);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Thin safe wrappers over small kernel services the 6.12 kernel crate
-//! does not cover: uuid generation, nr_cpu_ids.
+//! does not cover: uuid generation, CPU ids, the clock, msleep, random
+//! numbers.
 
 use crate::bindings;
 
@@ -23,4 +24,43 @@ pub(crate) fn nr_cpu_ids() -> u32 {
 pub(crate) fn ktime_get_ns() -> i64 {
     // SAFETY: No preconditions; reads the monotonic clock.
     unsafe { kernel::bindings::ktime_get() }
+}
+
+/// `raw_smp_processor_id()`: the CPU this runs on, which may change right
+/// after unless preemption is off.
+pub(crate) fn this_cpu_id() -> u32 {
+    // SAFETY: No preconditions.
+    unsafe { bindings::rtrs_rs_raw_smp_processor_id() }
+}
+
+/// `cpu_possible(cpu)` (false at and beyond `nr_cpu_ids`).
+pub(crate) fn cpu_possible(cpu: u32) -> bool {
+    // SAFETY: No preconditions.
+    unsafe { bindings::rtrs_rs_cpu_possible(cpu) }
+}
+
+/// The possible CPUs, as `for_each_possible_cpu`.
+pub(crate) fn possible_cpus() -> impl Iterator<Item = u32> {
+    let mut prev: i32 = -1;
+    core::iter::from_fn(move || {
+        // SAFETY: No preconditions; -1 starts the walk.
+        let cpu = unsafe { bindings::rtrs_rs_next_possible_cpu(prev) };
+        if cpu >= nr_cpu_ids() {
+            return None;
+        }
+        prev = i32::try_from(cpu).ok()?;
+        Some(cpu)
+    })
+}
+
+/// `msleep(ms)`. Process context only.
+pub(crate) fn msleep(ms: u32) {
+    // SAFETY: No memory preconditions; callers are works and sysfs writes.
+    unsafe { bindings::rtrs_rs_msleep(ms) };
+}
+
+/// `get_random_u32_below(ceil)`.
+pub(crate) fn random_below(ceil: u32) -> u32 {
+    // SAFETY: No preconditions.
+    unsafe { bindings::rtrs_rs_get_random_u32_below(ceil) }
 }

@@ -103,8 +103,7 @@ impl<O: PathOwner> PinnedDrop for SessPath<O> {
 impl<O: PathOwner> WorkItem<ERR_RECOVERY_WORK> for SessPath<O> {
     fn run(&self, _work: &WorkRef<'_>) {
         self.stop_and_destroy_conns();
-        // SAFETY: No preconditions.
-        let jitter = unsafe { bindings::rtrs_rs_get_random_u32_below(RTRS_RECONNECT_SEED) };
+        let jitter = crate::misc::random_below(RTRS_RECONNECT_SEED);
         self.reconnect.queue(path_state::reconnect_delay_ms(
             self.reconnect_delay_sec,
             jitter,
@@ -289,8 +288,7 @@ impl<O: PathOwner> SessPath<O> {
             }
             ReconnectDecision::Attempt => {}
         }
-        // SAFETY: Process context (a work).
-        unsafe { bindings::rtrs_rs_msleep(RTRS_RECONNECT_BACKOFF) };
+        crate::misc::msleep(RTRS_RECONNECT_BACKOFF);
         if self.shared.change_state(RtrsCltState::Connecting)
             && self.init_path().is_err()
             && self.shared.update_state(path_state::reconnect_failed)

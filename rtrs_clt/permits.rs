@@ -132,7 +132,7 @@ impl Permits {
             let p = self.permit(idx)?;
             // SAFETY: We own bit `idx`, so nobody else writes this permit.
             unsafe {
-                (*p).cpu_id = bindings::rtrs_rs_raw_smp_processor_id();
+                (*p).cpu_id = crate::misc::this_cpu_id();
                 (*p).con_type = con_type;
             }
             return Some(p);

@@ -14,7 +14,8 @@
 //!   pool, CQs, QPs, DMA-mapped IUs and their completion trampoline);
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
 //! - `sync`: `struct completion`, RCU read sections, `synchronize_rcu`;
-//! - `misc`: uuid_gen, nr_cpu_ids;
+//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers;
+//! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
 //! - `error`: C's errnos;
 //! - `log`: rate-limited logging for completion context;
 //! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs);
@@ -103,6 +104,7 @@ mod io;
 mod kobj;
 mod log;
 mod misc;
+mod percpu;
 mod path;
 mod permits;
 mod sess;

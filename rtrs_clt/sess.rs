@@ -765,8 +765,7 @@ impl Sess {
             g: &guard,
         };
         let n = views.paths_num();
-        // SAFETY: No preconditions.
-        let cpu = unsafe { bindings::rtrs_rs_raw_smp_processor_id() };
+        let cpu = crate::misc::this_cpu_id();
         let slot = usize::try_from(cpu)
             .ok()
             .and_then(|c| self.rr_cursor.get(c));

@@ -9,13 +9,11 @@
 //! connection's CPU), so preemption never loses an update, and readers and
 //! resets from sysfs need no lock.
 
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
-use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-use crate::bindings;
+use crate::percpu::{PerCpu, Zeroed};
 use crate::rtrs_core::sysfs_fmt::{RdmaStats, ReconnectStats};
 
 /// `struct rtrs_clt_stats_pcpu`.
@@ -32,59 +30,23 @@ struct PcpuStats {
     migr_to: AtomicI32,
 }
 
-/// The possible CPUs, as `for_each_possible_cpu`.
-fn possible_cpus() -> impl Iterator<Item = u32> {
-    let mut prev: i32 = -1;
-    core::iter::from_fn(move || {
-        // SAFETY: No preconditions; -1 starts the walk.
-        let cpu = unsafe { bindings::rtrs_rs_next_possible_cpu(prev) };
-        let nr = crate::misc::nr_cpu_ids();
-        if cpu >= nr {
-            return None;
-        }
-        prev = i32::try_from(cpu).ok()?;
-        Some(cpu)
-    })
-}
+// SAFETY: All fields are atomics, valid when zero.
+unsafe impl Zeroed for PcpuStats {}
 
 /// `struct rtrs_clt_stats`.
-///
-/// # Invariants
-///
-/// `pcpu` is a zeroed per-CPU area of one `PcpuStats` per possible CPU from
-/// `rtrs_rs_alloc_percpu`, freed only in `drop`.
 pub(crate) struct PathStats {
-    pcpu: NonNull<c_void>,
+    pcpu: PerCpu<PcpuStats>,
     /// `inflight`: requests posted and not yet completed (MIN_INFLIGHT).
     inflight: AtomicI32,
     reconnects_ok: AtomicI32,
     reconnects_fail: AtomicI32,
 }
 
-// SAFETY: The per-CPU area is only accessed through atomics.
-unsafe impl Send for PathStats {}
-// SAFETY: As above.
-unsafe impl Sync for PathStats {}
-
-impl Drop for PathStats {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant; nobody uses the area any more.
-        unsafe { bindings::rtrs_rs_free_percpu(self.pcpu.as_ptr()) };
-    }
-}
-
 impl PathStats {
     /// `rtrs_clt_init_stats`.
     pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No preconditions; the area is zeroed, a valid `PcpuStats`.
-        let p = unsafe {
-            bindings::rtrs_rs_alloc_percpu(
-                core::mem::size_of::<PcpuStats>(),
-                core::mem::align_of::<PcpuStats>(),
-            )
-        };
         Ok(Self {
-            pcpu: NonNull::new(p).ok_or(ENOMEM)?,
+            pcpu: PerCpu::new()?,
             inflight: AtomicI32::new(0),
             // 0 once the path first connects.
             reconnects_ok: AtomicI32::new(-1),
@@ -92,24 +54,13 @@ impl PathStats {
         })
     }
 
-    fn cpu(&self, cpu: u32) -> &PcpuStats {
-        let cpu = i32::try_from(cpu).unwrap_or(0);
-        // SAFETY: By the type invariant the area holds a `PcpuStats` for
-        // every possible CPU; callers pass possible CPUs (the current one,
-        // a connection's, or from `possible_cpus`).
-        unsafe { &*bindings::rtrs_rs_per_cpu_ptr(self.pcpu.as_ptr(), cpu).cast::<PcpuStats>() }
-    }
-
-    fn this_cpu(&self) -> &PcpuStats {
-        // SAFETY: No preconditions.
-        self.cpu(unsafe { bindings::rtrs_rs_raw_smp_processor_id() })
-    }
-
     /// `rtrs_clt_update_all_stats`: one request of `len` bytes posted;
     /// `inflight` counts it only if it was sent under MIN_INFLIGHT (the
     /// request remembers that, see `dec_inflight`).
     pub(crate) fn update_all(&self, read: bool, len: u64, min_inflight: bool) {
-        let s = self.this_cpu();
+        let Some(s) = self.pcpu.this_cpu() else {
+            return;
+        };
         let (cnt, bytes) = if read {
             (&s.read_cnt, &s.read_bytes)
         } else {
@@ -135,17 +86,20 @@ impl PathStats {
 
     /// `rtrs_clt_inc_failover_cnt`: a request failed over to this path.
     pub(crate) fn inc_failover(&self) {
-        self.this_cpu().failover_cnt.fetch_add(1, Ordering::Relaxed);
+        if let Some(s) = self.pcpu.this_cpu() {
+            s.failover_cnt.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// `rtrs_clt_update_wc_stats`: a completion for the connection of
     /// `con_cpu` arrived on this CPU.
     pub(crate) fn update_wc(&self, con_cpu: u32) {
-        // SAFETY: No preconditions.
-        let cpu = unsafe { bindings::rtrs_rs_raw_smp_processor_id() };
+        let cpu = crate::misc::this_cpu_id();
         if cpu != con_cpu {
-            self.cpu(cpu).migr_to.fetch_add(1, Ordering::Relaxed);
-            self.cpu(con_cpu).migr_from.fetch_add(1, Ordering::Relaxed);
+            if let (Some(to), Some(from)) = (self.pcpu.get(cpu), self.pcpu.get(con_cpu)) {
+                to.migr_to.fetch_add(1, Ordering::Relaxed);
+                from.migr_from.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -166,8 +120,7 @@ impl PathStats {
             inflight: self.inflight(),
             ..Default::default()
         };
-        for cpu in possible_cpus() {
-            let s = self.cpu(cpu);
+        for (_, s) in self.pcpu.iter() {
             r.read_cnt = r.read_cnt.wrapping_add(s.read_cnt.load(Ordering::Relaxed));
             r.read_bytes = r
                 .read_bytes
@@ -187,12 +140,12 @@ impl PathStats {
 
     /// `cpu_migration_from` per possible CPU.
     pub(crate) fn migr_from(&self) -> impl Iterator<Item = i32> + '_ {
-        possible_cpus().map(|c| self.cpu(c).migr_from.load(Ordering::Relaxed))
+        self.pcpu.iter().map(|(_, s)| s.migr_from.load(Ordering::Relaxed))
     }
 
     /// `cpu_migration_to` per possible CPU.
     pub(crate) fn migr_to(&self) -> impl Iterator<Item = i32> + '_ {
-        possible_cpus().map(|c| self.cpu(c).migr_to.load(Ordering::Relaxed))
+        self.pcpu.iter().map(|(_, s)| s.migr_to.load(Ordering::Relaxed))
     }
 
     /// `reconnects`.
@@ -205,8 +158,7 @@ impl PathStats {
 
     /// `rtrs_clt_reset_rdma_stats(stats, true)`.
     pub(crate) fn reset_rdma(&self) {
-        for cpu in possible_cpus() {
-            let s = self.cpu(cpu);
+        for (_, s) in self.pcpu.iter() {
             for c in [
                 &s.read_cnt,
                 &s.read_bytes,
@@ -221,8 +173,7 @@ impl PathStats {
 
     /// `rtrs_clt_reset_cpu_migr_stats(stats, true)`.
     pub(crate) fn reset_cpu_migr(&self) {
-        for cpu in possible_cpus() {
-            let s = self.cpu(cpu);
+        for (_, s) in self.pcpu.iter() {
             s.migr_from.store(0, Ordering::Relaxed);
             s.migr_to.store(0, Ordering::Relaxed);
         }
