@@ -61,7 +61,7 @@
 //! lock-free permit bitmap, `complete()` and wake-ups only. IO reaches the
 //! path list and a path's connections inside an RCU read section; removal
 //! and teardown unpublish first and free after `synchronize_rcu` (see
-//! `path` and `sess::PathList`). `rtrs_clt_get_permit(WAIT)` and
+//! `path` and `sync::RcuArray`). `rtrs_clt_get_permit(WAIT)` and
 //! `rtrs_clt_close` sleep on the permit wait queue holding no lock. CM
 //! handlers run in process context under rdma_cm's per-id handler mutex, and
 //! take locks 3 to 5. Nobody holds a lock while destroying a cm id (which

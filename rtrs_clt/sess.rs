@@ -5,17 +5,16 @@
 //!
 //! `Sess::open` connects every given path synchronously and returns a
 //! connected session. IO walks the path list under RCU without a lock;
-//! paths are added and removed under `paths_mutex` (see `PathList`).
+//! paths are added and removed under `paths_mutex` (see `RcuArray`).
 
 use core::pin::Pin;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use kernel::ffi::{c_int, c_void};
 use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::{BStr, CString};
-use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON};
@@ -39,7 +38,7 @@ use crate::rtrs_core::policy::{
 };
 use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::sysfs_fmt;
-use crate::sync::{synchronize_rcu, RcuGuard};
+use crate::sync::{RcuArray, RcuBox, RcuGuard};
 use crate::verbs::DevPool;
 
 /// A path of a session.
@@ -50,13 +49,20 @@ pub(crate) type SessPath = crate::path::SessPath<Sess>;
 // ---------------------------------------------------------------------------
 
 /// What `rtrs_clt_open` needs from the module.
+#[derive(Clone)]
 pub(crate) struct Globals {
     pool: Arc<DevPool>,
     class: *mut bindings::class,
     wq: *mut bindings::workqueue_struct,
 }
 
-static GLOBALS: AtomicPtr<Globals> = AtomicPtr::new(core::ptr::null_mut());
+// SAFETY: `class` and `wq` are the module's, live from init to exit and
+// used only through kernel functions that allow any thread.
+unsafe impl Send for Globals {}
+// SAFETY: As above.
+unsafe impl Sync for Globals {}
+
+static GLOBALS: RcuBox<Globals> = RcuBox::empty();
 
 /// Publishes the module state to the API; unpublished on drop (module
 /// exit, when no user of the exported symbols is left).
@@ -69,27 +75,28 @@ impl GlobalsGuard {
         wq: *mut bindings::workqueue_struct,
     ) -> Result<Self> {
         let g = KBox::new(Globals { pool, class, wq }, GFP_KERNEL)?;
-        GLOBALS.store(KBox::into_raw(g), Ordering::Release);
+        drop(GLOBALS.replace(Some(g)).wait());
         Ok(Self)
     }
 }
 
 impl Drop for GlobalsGuard {
     fn drop(&mut self) {
-        let g = GLOBALS.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !g.is_null() {
-            // SAFETY: From `KBox::into_raw` in `new`; users of the API hold a
-            // reference on this module, so none runs during module exit.
-            drop(unsafe { KBox::from_raw(g) });
-        }
+        drop(GLOBALS.replace(None).wait());
     }
 }
 
-fn globals() -> Option<&'static Globals> {
-    // SAFETY: Valid from module init to exit (see `GlobalsGuard`), which
-    // covers every call of the exported API.
-    unsafe { GLOBALS.load(Ordering::Acquire).as_ref() }
+/// The module state; `None` outside module init to exit. The class and
+/// workqueue stay valid while the caller runs: users of the API hold a
+/// reference on this module.
+fn globals() -> Option<Globals> {
+    let g = RcuGuard::new();
+    GLOBALS.get(&g).cloned()
 }
+
+/// The session's paths (`paths_list`, `paths_num`) and `paths_mutex`,
+/// which guards whether the session is closing.
+type PathArray = RcuArray<PathEntry, bool>;
 
 /// A path and its sysfs directory (created once the path is up).
 ///
@@ -102,132 +109,10 @@ struct PathEntry {
     sp: Pin<KBox<SessPath>>,
 }
 
-/// The session's paths (`paths_list` and `paths_num`): boxed entries in
-/// list order. Readers walk it under an [`RcuGuard`]; it changes only under
-/// `Sess::paths_mutex`, and a removed entry is freed after a grace period.
-///
-/// # Invariants
-///
-/// The first `num` slots hold entries leaked from `KBox<PathEntry>` (a
-/// slot may transiently read null or repeat its neighbour while `remove`
-/// shifts); the rest are null. An entry is freed only by its remover.
-struct PathList {
-    slots: KVec<AtomicPtr<PathEntry>>,
-    num: AtomicUsize,
-}
-
-impl PathList {
-    fn new() -> Result<Self> {
-        let mut slots = KVec::with_capacity(MAX_PATHS_NUM as usize, GFP_KERNEL)?;
-        for _ in 0..MAX_PATHS_NUM {
-            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
-        }
-        Ok(Self {
-            slots,
-            num: AtomicUsize::new(0),
-        })
-    }
-
-    /// `paths_num`.
-    fn len(&self) -> usize {
-        self.num.load(Ordering::Acquire)
-    }
-
-    /// The entry in slot `i`, valid while `_g` is held.
-    fn get<'a>(&'a self, i: usize, _g: &'a RcuGuard) -> Option<&'a PathEntry> {
-        let p = self.slots.get(i)?.load(Ordering::Acquire);
-        // SAFETY: By the type invariant entries are freed only after a
-        // grace period, which `_g` holds off.
-        unsafe { p.as_ref() }
-    }
-
-    /// The entries in order, valid while `g` is held.
-    fn iter<'a>(&'a self, g: &'a RcuGuard) -> impl Iterator<Item = (usize, &'a PathEntry)> + 'a {
-        (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
-    }
-
-    /// The entries in order while `_held` is held. Unlike `iter`, the
-    /// caller may sleep.
-    ///
-    /// # Safety
-    ///
-    /// `_held` is a guard of the session's `paths_mutex`: only `remove` and
-    /// `take_all`, which run under it, free an entry.
-    unsafe fn iter_held<'a>(
-        &'a self,
-        _held: &'a Guard<'_, bool, MutexBackend>,
-    ) -> impl Iterator<Item = &'a PathEntry> + 'a {
-        (0..self.len()).filter_map(move |i| {
-            let p = self.slots.get(i)?.load(Ordering::Acquire);
-            // SAFETY: The caller holds `paths_mutex`, under which alone
-            // entries are unlinked and freed (type invariant).
-            unsafe { p.as_ref() }
-        })
-    }
-
-    /// `rtrs_clt_add_path_to_arr`; the caller holds `paths_mutex`.
-    fn push(&self, e: KBox<PathEntry>) -> core::result::Result<*const PathEntry, KBox<PathEntry>> {
-        let n = self.len();
-        let Some(slot) = self.slots.get(n) else {
-            return Err(e);
-        };
-        let p = KBox::into_raw(e);
-        slot.store(p, Ordering::Release);
-        self.num.store(n.saturating_add(1), Ordering::Release);
-        Ok(p)
-    }
-
-    /// `rtrs_clt_remove_path_from_arr`; the caller holds `paths_mutex`.
-    /// Returns the entry's former index and the entry, which nobody can
-    /// reach any more.
-    fn remove(&self, e: *const PathEntry) -> Option<(usize, KBox<PathEntry>)> {
-        let n = self.len();
-        let i = (0..n).find(|&i| {
-            self.slots
-                .get(i)
-                .is_some_and(|s| core::ptr::eq(s.load(Ordering::Acquire), e))
-        })?;
-        for j in i..n {
-            let next = self
-                .slots
-                .get(j.saturating_add(1))
-                .filter(|_| j.saturating_add(1) < n)
-                .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
-            if let Some(s) = self.slots.get(j) {
-                s.store(next, Ordering::Release);
-            }
-        }
-        // Readers see the list without the entry before `num` drops (see
-        // rtrs_clt_remove_path_from_arr), and none holds it after this.
-        synchronize_rcu();
-        self.num.store(n.saturating_sub(1), Ordering::Release);
-        // SAFETY: Leaked by `push`, unlinked and past a grace period.
-        Some((i, unsafe { KBox::from_raw(e.cast_mut()) }))
-    }
-
-    /// Empties the list (session close; no IO runs any more).
-    fn take_all(&self) -> KVec<KBox<PathEntry>> {
-        let mut v = KVec::new();
-        let n = self.len();
-        self.num.store(0, Ordering::Release);
-        synchronize_rcu();
-        for s in self.slots.iter().take(n) {
-            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
-            if !p.is_null() {
-                // SAFETY: Leaked by `push`, unlinked and past a grace period.
-                let e = unsafe { KBox::from_raw(p) };
-                // On ENOMEM the entry is dropped (closed) right here.
-                let _ = v.push(e, GFP_KERNEL);
-            }
-        }
-        v
-    }
-}
-
 /// The path list as the policies see it: each path's state, inflight and
 /// heartbeat latency read when the policy looks at it, under `g`.
 struct LiveViews<'a> {
-    list: &'a PathList,
+    list: &'a PathArray,
     g: &'a RcuGuard,
 }
 
@@ -246,25 +131,19 @@ impl PathViews for LiveViews<'_> {
     }
 }
 
-impl Drop for PathList {
-    fn drop(&mut self) {
-        drop(self.take_all());
-    }
-}
-
 /// `struct rtrs_clt_sess`: what rnbd holds as `struct rtrs_clt_sess *`.
 ///
 /// IO walks the path list and reaches each path's connections under RCU
-/// (see `PathList` and `crate::path`).
+/// (see `RcuArray` and `crate::path`).
 ///
 /// Lock order: `paths_mutex` → `SessPath::init` → `paths_ev`.
 pub(crate) struct Sess {
     sessname: CString,
     /// `paths_list`, in the order given to open, then `add_path` order.
-    paths: PathList,
-    /// `paths_mutex`: serialises add, remove and close; `true` once the
-    /// session closes (no path may be added or removed then).
-    paths_mutex: Pin<KBox<Mutex<bool>>>,
+    /// Its writers' lock is `paths_mutex`: it serialises add, remove and
+    /// close, and guards `true` once the session closes (no path may be
+    /// added or removed then).
+    paths: Pin<KBox<PathArray>>,
     /// `port` given to open, for `add_path`.
     port: u16,
     /// `reconnect_delay_sec` given to open, for `add_path`.
@@ -319,18 +198,24 @@ impl Sess {
         let sessname = CString::try_from_fmt(fmt!("{}", pathname))?;
         let dev = SessDev::new(g.class, &sessname)?;
         let paths_uuid = uuid_gen();
-        let paths_mutex = KBox::pin_init(new_mutex!(false, "rtrs_rs_paths_mutex"), GFP_KERNEL)?;
-        let mut entries: KVec<KBox<PathEntry>> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
+        let list = KBox::pin_init(
+            RcuArray::new(
+                MAX_PATHS_NUM as usize,
+                new_mutex!(false, "rtrs_rs_paths_mutex"),
+            )?,
+            GFP_KERNEL,
+        )?;
+        let mut entries: KVec<Arc<PathEntry>> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
         let mut queue_depth = 0u32;
         let mut max_io_size = 0u32;
         let mut max_segments = RTRS_MAX_SEGMENTS;
         let mut res = Ok(());
         for (i, a) in paths.iter().enumerate() {
             let r = Self::open_path(
-                g,
+                &g,
                 &sessname,
                 &dev,
-                &paths_mutex,
+                list.writer(),
                 a,
                 paths_uuid,
                 i == 0,
@@ -344,7 +229,7 @@ impl Sess {
                     max_io_size = info.max_io_size;
                 }
                 max_segments = max_segments.min(info.max_pages_per_mr);
-                entries.push(KBox::new(e, GFP_KERNEL)?, GFP_KERNEL)?;
+                entries.push(Arc::new(e, GFP_KERNEL)?, GFP_KERNEL)?;
                 Ok(())
             });
             if let Err(e) = r {
@@ -361,26 +246,27 @@ impl Sess {
                 new_mutex!(RtrsCltPathsUp::default(), "rtrs_rs_paths_ev_mutex"),
                 GFP_KERNEL,
             )?;
-            let list = PathList::new()?;
-            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev, list))
+            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev))
         });
-        let (permits, rr_cursor, paths_ev, list) = match res {
+        let (permits, rr_cursor, paths_ev) = match res {
             Ok(v) => v,
             Err(e) => {
-                Self::close_paths(&mut entries, &paths_mutex);
+                Self::close_paths(&mut entries, list.writer());
                 drop(dev);
                 return Err(e);
             }
         };
-        for e in entries {
-            // Cannot fail: `entries` has at most MAX_PATHS_NUM paths.
-            let _ = list.push(e);
+        {
+            let mut w = list.lock();
+            for e in entries {
+                // Cannot fail: `entries` has at most MAX_PATHS_NUM paths.
+                let _ = w.push(e);
+            }
         }
         let sess = KBox::new(
             Sess {
                 sessname,
                 paths: list,
-                paths_mutex,
                 port,
                 reconnect_delay_sec: u32::from(reconnect_delay_sec),
                 paths_uuid,
@@ -400,7 +286,7 @@ impl Sess {
             },
             GFP_KERNEL,
         );
-        // On ENOMEM the paths (in `PathList`) are dropped, each closing
+        // On ENOMEM the paths (in the `RcuArray`) are dropped, each closing
         // itself (see `SessPath`'s drop).
         let sess = sess?;
         let p: *const Sess = &*sess;
@@ -409,10 +295,9 @@ impl Sess {
             // established then (see `SessPath::path_up`); from here on
             // `path_up`/`path_down` keep the count.
             // `link` sleeps: the list is held by `paths_mutex`, not RCU.
-            let held = sess.paths_mutex.lock();
+            let held = sess.paths.lock();
             let mut up = sess.paths_ev.lock();
-            // SAFETY: `held` guards this session's `paths_mutex`.
-            for e in unsafe { sess.paths.iter_held(&held) } {
+            for e in held.iter() {
                 let link = e.sp.shared().link.lock();
                 e.sp.set_sess(p);
                 up.link_path(&link);
@@ -474,7 +359,7 @@ impl Sess {
 
     /// Each path: connections closed (`rtrs_clt_close_conns(path, true)`),
     /// then its sysfs directory, then the path. The entries are unlisted.
-    fn close_paths(entries: &mut KVec<KBox<PathEntry>>, paths_mutex: &Mutex<bool>) {
+    fn close_paths(entries: &mut KVec<Arc<PathEntry>>, paths_mutex: &Mutex<bool>) {
         for e in entries.iter_mut() {
             e.sp.close_conns(true);
             let kobj = e.kobj.access_mut(&mut paths_mutex.lock()).take();
@@ -492,11 +377,11 @@ impl Sess {
         // free_permits' wait: no request may be in flight below.
         self.permits.wait_all_free();
         let mut entries = {
-            let mut closing = self.paths_mutex.lock();
+            let mut closing = self.paths.lock();
             *closing = true;
-            self.paths.take_all()
+            closing.take_all()
         };
-        Self::close_paths(&mut entries, &self.paths_mutex);
+        Self::close_paths(&mut entries, self.paths.writer());
         drop(self.dev.take());
         pr_info!("{}: session closed\n", &*self.sessname);
     }
@@ -565,7 +450,7 @@ impl Sess {
             .unwrap_or_default();
         let dst = from_rtrs_sockaddr(&addr.dst);
         let entry = {
-            let closing = self.paths_mutex.lock();
+            let mut closing = self.paths.lock();
             if *closing {
                 return Err(ENODEV);
             }
@@ -586,15 +471,15 @@ impl Sess {
                 self.max_reconnect_attempts(),
             )?;
             sp.set_sess(self);
-            let e = KBox::new(
+            let e = Arc::new(
                 PathEntry {
-                    kobj: LockedBy::new(&self.paths_mutex, None),
+                    kobj: LockedBy::new(self.paths.writer(), None),
                     sp,
                 },
                 GFP_KERNEL,
             )?;
-            match self.paths.push(e) {
-                Ok(p) => p,
+            match closing.push(e.clone()) {
+                Ok(()) => e,
                 Err(e) => {
                     // C sends it on and the server refuses it with
                     // ECONNRESET; the list here holds MAX_PATHS_NUM.
@@ -608,25 +493,20 @@ impl Sess {
                 }
             }
         };
-        // SAFETY: Only `remove_path` and `close` free an entry, both under
-        // `paths_mutex` after checking it is listed; a path without a
-        // directory cannot be removed, and close takes the entries only
-        // after `SessDev::del` has waited for this store to return.
-        let e = unsafe { &*entry };
+        let e = &*entry;
         let res = e.sp.init_path().and_then(|()| {
             // Under the mutex, so that a `remove_path` written into the new
             // directory finds it recorded.
-            let mut closing = self.paths_mutex.lock();
+            let mut closing = self.paths.lock();
             let k = Self::create_path_files(dev, &e.sp)?;
             *e.kobj.access_mut(&mut closing) = Some(k);
             Ok(())
         });
         if let Err(err) = res {
             let removed = {
-                let mut closing = self.paths_mutex.lock();
-                self.paths
-                    .remove(entry)
-                    .map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
+                let mut closing = self.paths.lock();
+                let r = closing.remove(|x| core::ptr::eq(x, e));
+                r.map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
             };
             if let Some((i, kobj, e)) = removed {
                 self.rr_cursor_on_remove(i);
@@ -655,19 +535,12 @@ impl Sess {
             return Ok(());
         }
         let removed = {
-            let mut closing = self.paths_mutex.lock();
+            let mut closing = self.paths.lock();
             if *closing {
                 None
             } else {
-                let g = RcuGuard::new();
-                let ptr = self
-                    .paths
-                    .iter(&g)
-                    .find(|(_, e)| core::ptr::eq(&*e.sp, sp))
-                    .map(|(_, e)| e as *const PathEntry);
-                drop(g);
-                ptr.and_then(|p| self.paths.remove(p))
-                    .map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
+                let r = closing.remove(|e| core::ptr::eq(&*e.sp, sp));
+                r.map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
             }
         };
         if let Some((i, kobj, e)) = removed {

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A `struct completion` wrapper (6.12's kernel crate has none), RCU read
-//! sections, and an RCU-published box.
+//! sections, an RCU-published box and an RCU-published array.
 //!
 //! `complete` may be called from any context, including softirq CQE
 //! callbacks; the waits sleep and are for process context only.
 
 use core::marker::PhantomData;
+use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use kernel::prelude::*;
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
+use kernel::sync::{Arc, Mutex};
 use kernel::time::msecs_to_jiffies;
 use kernel::types::Opaque;
 
@@ -206,5 +209,184 @@ impl<T> Drop for Retired<T> {
             // Not waited for: free it safely all the same (this sleeps).
             drop(Retired(self.0.take()).wait());
         }
+    }
+}
+
+/// An ordered array of `Arc<T>` published to RCU readers, with the mutex
+/// that serialises its writers (C's `paths_list` with `paths_mutex` and
+/// `paths_num`).
+///
+/// Readers index or walk it under an [`RcuGuard`] and may see an entry
+/// twice or miss one while a removal shifts the array, never a freed one.
+/// Writers hold [`RcuArray::lock`], which also guards a `W` of the owner's
+/// and lets them walk the entries while sleeping.
+///
+/// # Invariants
+///
+/// The first `num` slots hold pointers from `Arc::into_raw`, each owning
+/// one reference; a slot may transiently repeat its neighbour or read null
+/// while `remove` shifts; the rest are null. Slots change only under
+/// `writer`, and a reference taken out of the array is given up only after
+/// a grace period.
+#[pin_data(PinnedDrop)]
+pub(crate) struct RcuArray<T, W> {
+    slots: KVec<AtomicPtr<T>>,
+    num: AtomicUsize,
+    #[pin]
+    writer: Mutex<W>,
+    _own: PhantomData<Arc<T>>,
+}
+
+impl<T: Send + Sync, W> RcuArray<T, W> {
+    /// An empty array of `cap` slots, with `writer` as its writers' lock.
+    pub(crate) fn new(cap: usize, writer: impl PinInit<Mutex<W>>) -> Result<impl PinInit<Self>> {
+        let mut slots = KVec::with_capacity(cap, GFP_KERNEL)?;
+        for _ in 0..cap {
+            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+        }
+        Ok(pin_init!(Self {
+            slots,
+            num: AtomicUsize::new(0),
+            writer <- writer,
+            _own: PhantomData,
+        }))
+    }
+
+    /// `paths_num`: entries listed (read without a lock).
+    pub(crate) fn len(&self) -> usize {
+        self.num.load(Ordering::Acquire)
+    }
+
+    /// The entry at `i`, for as long as `_g` is held.
+    pub(crate) fn get<'a>(&'a self, i: usize, _g: &'a RcuGuard) -> Option<&'a T> {
+        let p = self.slots.get(i)?.load(Ordering::Acquire);
+        // SAFETY: By the type invariant a listed entry holds a reference
+        // until a grace period after it leaves, which `_g` holds off.
+        unsafe { p.as_ref() }
+    }
+
+    /// The entries in order with their index, for as long as `g` is held.
+    pub(crate) fn iter<'a>(&'a self, g: &'a RcuGuard) -> impl Iterator<Item = (usize, &'a T)> {
+        (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
+    }
+
+    /// The writers' mutex, for `LockedBy` data that it guards.
+    pub(crate) fn writer(&self) -> &Mutex<W> {
+        &self.writer
+    }
+
+    /// Locks out other writers.
+    pub(crate) fn lock(&self) -> RcuArrayGuard<'_, T, W> {
+        RcuArrayGuard {
+            a: self,
+            g: self.writer.lock(),
+        }
+    }
+}
+
+#[pinned_drop]
+impl<T, W> PinnedDrop for RcuArray<T, W> {
+    fn drop(self: Pin<&mut Self>) {
+        for s in self.slots.iter() {
+            let p = s.swap(core::ptr::null_mut(), Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: By the type invariant; being dropped, the array
+                // has no reader left.
+                drop(unsafe { Arc::from_raw(p) });
+            }
+        }
+    }
+}
+
+/// A writer of an [`RcuArray`]: holds its mutex, and derefs to the `W` it
+/// guards.
+pub(crate) struct RcuArrayGuard<'a, T, W> {
+    a: &'a RcuArray<T, W>,
+    g: Guard<'a, W, MutexBackend>,
+}
+
+impl<T, W> Deref for RcuArrayGuard<'_, T, W> {
+    type Target = W;
+    fn deref(&self) -> &W {
+        &self.g
+    }
+}
+
+impl<T, W> DerefMut for RcuArrayGuard<'_, T, W> {
+    fn deref_mut(&mut self) -> &mut W {
+        &mut self.g
+    }
+}
+
+impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
+    /// The entries in order; the caller may sleep (no writer runs).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        let a = self.a;
+        (0..a.len()).filter_map(move |i| {
+            let p = a.slots.get(i)?.load(Ordering::Acquire);
+            // SAFETY: By the type invariant, entries leave only under the
+            // writers' mutex, which `self` holds.
+            unsafe { p.as_ref() }
+        })
+    }
+
+    /// `rtrs_clt_add_path_to_arr`: appends `e`; gives it back when full.
+    pub(crate) fn push(&mut self, e: Arc<T>) -> core::result::Result<(), Arc<T>> {
+        let n = self.a.len();
+        let Some(slot) = self.a.slots.get(n) else {
+            return Err(e);
+        };
+        slot.store(Arc::into_raw(e).cast_mut(), Ordering::Release);
+        self.a.num.store(n.saturating_add(1), Ordering::Release);
+        Ok(())
+    }
+
+    /// `rtrs_clt_remove_path_from_arr`: unlists the first entry for which
+    /// `is` holds, shifting the later entries down, and waits for a grace
+    /// period. Returns its former index and the array's reference to it.
+    pub(crate) fn remove(&mut self, is: impl Fn(&T) -> bool) -> Option<(usize, Arc<T>)> {
+        let a = self.a;
+        let n = a.len();
+        let i = self.iter().position(is)?;
+        let p = a.slots.get(i)?.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        for j in i..n {
+            let next = a
+                .slots
+                .get(j.saturating_add(1))
+                .filter(|_| j.saturating_add(1) < n)
+                .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+            if let Some(s) = a.slots.get(j) {
+                s.store(next, Ordering::Release);
+            }
+        }
+        // Readers see the array without the entry before `num` drops (as
+        // rtrs_clt_remove_path_from_arr), and none holds it after this.
+        synchronize_rcu();
+        a.num.store(n.saturating_sub(1), Ordering::Release);
+        // SAFETY: The reference the slot owned (type invariant), unlisted
+        // and past a grace period.
+        Some((i, unsafe { Arc::from_raw(p) }))
+    }
+
+    /// Unlists every entry (after a grace period) and returns them.
+    pub(crate) fn take_all(&mut self) -> KVec<Arc<T>> {
+        let a = self.a;
+        let n = a.len();
+        a.num.store(0, Ordering::Release);
+        synchronize_rcu();
+        let mut v = KVec::new();
+        for s in a.slots.iter().take(n) {
+            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: As in `remove`.
+                let e = unsafe { Arc::from_raw(p) };
+                // On ENOMEM the entry is dropped right here.
+                let _ = v.push(e, GFP_KERNEL);
+            }
+        }
+        v
     }
 }
