@@ -26,7 +26,7 @@ use kernel::types::Opaque;
 use crate::bindings;
 use crate::cm::{rdma_notify, CmEvent, CmHandler, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach};
-use crate::io::{self, fast_reg_done, IoCon};
+use crate::io::{self, FastRegDone, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
@@ -38,8 +38,8 @@ use crate::rtrs_core::proto::{
 use crate::stats::PathStats;
 use crate::sync::{Completion, RcuBox, RcuGuard};
 use crate::verbs::{
-    post_recv_raw, post_send_raw, wc_status_msg, Cq, DevPool, DevRef, Iu, IuDone, Qp, QpOwner,
-    QpSizes,
+    cqe_of, post_recv_raw, post_send_raw, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool,
+    DevRef, Iu, IuDone, Qp, QpOwner, QpSizes,
 };
 use crate::wq::{DelayedWork, WorkItem};
 
@@ -491,18 +491,15 @@ unsafe impl Send for Con {}
 // SAFETY: As above.
 unsafe impl Sync for Con {}
 
-/// `ib_cqe.done` of `Con::io_comp_cqe`.
-///
-/// # Safety
-///
-/// Called by the CQ core for a request posted with `io_comp_cqe` on a QP
-/// whose `qp_context` is a live `Con`.
-unsafe extern "C" fn io_comp_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: The core passes a valid work completion.
-    let wc = unsafe { &*wc };
-    // SAFETY: `Qp<Con>` sets `qp_context` to a live `Con`.
-    let con = unsafe { &*(*wc.qp).qp_context.cast::<Con>() };
-    con.rdma_done(wc, None);
+/// `ib_cqe.done` of `Con::io_comp_cqe`: empty receives and heartbeat
+/// acks (`rtrs_clt_rdma_done` without a buffer).
+struct IoCompDone;
+
+impl CqeHandler for IoCompDone {
+    type Ctx = Con;
+    fn done(con: &Con, wc: &bindings::ib_wc) {
+        con.rdma_done(wc, None);
+    }
 }
 
 impl Con {
@@ -516,8 +513,8 @@ impl Con {
             wr_cnt: AtomicU32::new(1),
             lkey: AtomicU32::new(0),
             cm_done <- Completion::new(),
-            io_comp_cqe: Opaque::new(bindings::ib_cqe { done: Some(io_comp_done) }),
-            fast_reg_cqe: Opaque::new(bindings::ib_cqe { done: Some(fast_reg_done::<Con>) }),
+            io_comp_cqe: Opaque::new(cqe_of::<IoCompDone>()),
+            fast_reg_cqe: Opaque::new(cqe_of::<FastRegDone<Con>>()),
             qp_raw: AtomicPtr::new(core::ptr::null_mut()),
             cq_direct: AtomicPtr::new(core::ptr::null_mut()),
             poll_busy: AtomicBool::new(false),
@@ -815,8 +812,7 @@ impl Con {
         match wc.opcode {
             bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => {
                 path.hb_missed_cnt.store(0, Ordering::Relaxed);
-                // SAFETY: For RECV_RDMA_WITH_IMM `ex.imm_data` is the active member.
-                let imm = u32::from_be(unsafe { wc.ex.imm_data });
+                let imm = wc_imm_data(wc);
                 let (imm_type, payload) = imm::rtrs_from_imm(imm);
                 let mut w_inval = false;
                 match imm_type {
@@ -917,8 +913,7 @@ impl Con {
                 return;
             }
         };
-        // SAFETY: For a RECV with IMM `ex.imm_data` is the active member.
-        let imm = u32::from_be(unsafe { wc.ex.imm_data });
+        let imm = wc_imm_data(wc);
         let (imm_type, payload) = imm::rtrs_from_imm(imm);
         if imm_type == imm::RTRS_IO_RSP_IMM || imm_type == imm::RTRS_IO_RSP_W_INV_IMM {
             let w_inval = imm_type == imm::RTRS_IO_RSP_W_INV_IMM;

@@ -31,7 +31,9 @@ use crate::rtrs_core::proto::{
 };
 use crate::stats::PathStats;
 use crate::sync::RcuGuard;
-use crate::verbs::{post_send_raw, wc_status_msg, DevRef, Iu, IuDone};
+use crate::verbs::{
+    first_cqe_done, post_send_raw, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone,
+};
 
 /// What the IO path uses of the connection it posts on and completes from:
 /// a narrow handle, so that IO does not depend on the connection's type
@@ -45,7 +47,7 @@ pub(crate) trait IoCon: Sync + Sized {
     /// The send flags of the next request (`IB_SEND_SIGNALED` every
     /// `signal_interval` sends).
     fn next_send_flags(&self) -> c_int;
-    /// The `ib_cqe` of fast registrations (see `fast_reg_done`).
+    /// The `ib_cqe` of fast registrations (see `FastRegDone`).
     fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe;
     /// The path's statistics.
     fn stats(&self) -> &PathStats;
@@ -69,50 +71,37 @@ impl<C: IoCon> IuDone for ReqDone<C> {
 }
 
 /// `ib_cqe.done` of `fast_reg_cqe`: only failed IB_WR_REG_MR complete.
-///
-/// # Safety
-///
-/// Called by the CQ core with a completion of a QP whose `qp_context` is a
-/// live `C`.
-pub(crate) unsafe extern "C" fn fast_reg_done<C: IoCon>(
-    _cq: *mut bindings::ib_cq,
-    wc: *mut bindings::ib_wc,
-) {
-    // SAFETY: The core passes a valid work completion.
-    let wc = unsafe { &*wc };
-    // SAFETY: By the function's contract `qp_context` is a live `C`.
-    let con = unsafe { &*(*wc.qp).qp_context.cast::<C>() };
-    if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
-        let msg = wc_status_msg(wc.status);
-        pr_err_rl!("{}: Failed IB_WR_REG_MR: {}\n", con.sess(), msg);
-        con.error_recovery();
+pub(crate) struct FastRegDone<C>(PhantomData<C>);
+
+impl<C: IoCon> CqeHandler for FastRegDone<C> {
+    type Ctx = C;
+    fn done(con: &C, wc: &bindings::ib_wc) {
+        if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
+            let msg = wc_status_msg(wc.status);
+            pr_err_rl!("{}: Failed IB_WR_REG_MR: {}\n", con.sess(), msg);
+            con.error_recovery();
+        }
     }
 }
 
-/// `ib_cqe.done` of `Req::inv_cqe` (`rtrs_clt_inv_rkey_done`).
-///
-/// # Safety
-///
-/// Called by the CQ core with a completion whose `wr_cqe` is the `inv_cqe`
-/// of a live `Req<C>`, on a QP whose `qp_context` is a live `C`.
-unsafe extern "C" fn inv_rkey_done<C: IoCon>(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: The core passes a valid work completion.
-    let wc = unsafe { &*wc };
-    // SAFETY: By the function's contract `qp_context` is a live `C`.
-    let con = unsafe { &*(*wc.qp).qp_context.cast::<C>() };
-    // SAFETY: `inv_cqe` is the first field of the `#[repr(C)]` `Req`, which
-    // lives in the path's `IoCtx` until every QP is drained.
-    let req = unsafe { &*wc.__bindgen_anon_1.wr_cqe.cast::<Req<C>>() };
-    if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
-        let msg = wc_status_msg(wc.status);
-        pr_err_rl!("{}: Failed IB_WR_LOCAL_INV: {}\n", con.sess(), msg);
-        con.error_recovery();
-    }
-    req.need_inval.store(false, Ordering::Release);
-    let g = RcuGuard::new();
-    if let Some(io) = con.io(&g) {
-        let e = req.inv_errno.load(Ordering::Acquire);
-        io.complete_rdma_req(con, req, e);
+// SAFETY: `Req` is `#[repr(C)]` with `inv_cqe` first, set to this
+// trampoline (type invariant); it lives in the path's `IoCtx` until every QP
+// is drained.
+unsafe impl<C: IoCon> CqeFirst for Req<C> {
+    type Ctx = C;
+    /// `rtrs_clt_inv_rkey_done`.
+    fn done(con: &C, req: &Self, wc: &bindings::ib_wc) {
+        if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
+            let msg = wc_status_msg(wc.status);
+            pr_err_rl!("{}: Failed IB_WR_LOCAL_INV: {}\n", con.sess(), msg);
+            con.error_recovery();
+        }
+        req.need_inval.store(false, Ordering::Release);
+        let g = RcuGuard::new();
+        if let Some(io) = con.io(&g) {
+            let e = req.inv_errno.load(Ordering::Acquire);
+            io.complete_rdma_req(con, req, e);
+        }
     }
 }
 
@@ -302,7 +291,7 @@ impl<C: IoCon> IoCtx<C> {
             reqs.push(
                 Req {
                     inv_cqe: Opaque::new(bindings::ib_cqe {
-                        done: Some(inv_rkey_done::<C>),
+                        done: Some(first_cqe_done::<Req<C>>),
                     }),
                     iu,
                     mr,

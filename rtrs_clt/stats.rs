@@ -140,12 +140,16 @@ impl PathStats {
 
     /// `cpu_migration_from` per possible CPU.
     pub(crate) fn migr_from(&self) -> impl Iterator<Item = i32> + '_ {
-        self.pcpu.iter().map(|(_, s)| s.migr_from.load(Ordering::Relaxed))
+        self.pcpu
+            .iter()
+            .map(|(_, s)| s.migr_from.load(Ordering::Relaxed))
     }
 
     /// `cpu_migration_to` per possible CPU.
     pub(crate) fn migr_to(&self) -> impl Iterator<Item = i32> + '_ {
-        self.pcpu.iter().map(|(_, s)| s.migr_to.load(Ordering::Relaxed))
+        self.pcpu
+            .iter()
+            .map(|(_, s)| s.migr_to.load(Ordering::Relaxed))
     }
 
     /// `reconnects`.

@@ -106,6 +106,82 @@ pub(crate) fn wc_status_msg(status: bindings::ib_wc_status) -> &'static CStr {
     unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(status)) }
 }
 
+/// `be32_to_cpu(wc->ex.imm_data)`: the immediate of a completion with
+/// IB_WC_WITH_IMM (the invalidated rkey with IB_WC_WITH_INVALIDATE).
+pub(crate) fn wc_imm_data(wc: &bindings::ib_wc) -> u32 {
+    // SAFETY: Both members of `ex` are 32-bit integers, valid for any bits.
+    u32::from_be(unsafe { wc.ex.imm_data })
+}
+
+/// Completions of requests posted with an `ib_cqe` whose `done` is
+/// [`cqe_done::<Self>`] (see [`cqe_of`]), handled with the QP's owner.
+///
+/// `done` runs in the CQ's context: softirq for IRQ connections, so it
+/// must not sleep.
+pub(crate) trait CqeHandler {
+    /// The QP context type (`qp_context`, see [`Qp`]).
+    type Ctx: Sync;
+    /// Handles one work completion.
+    fn done(ctx: &Self::Ctx, wc: &bindings::ib_wc);
+}
+
+/// An `ib_cqe` whose completions go to `H::done`. Post it only on a
+/// `Qp<H::Ctx>`.
+pub(crate) const fn cqe_of<H: CqeHandler>() -> bindings::ib_cqe {
+    bindings::ib_cqe {
+        done: Some(cqe_done::<H>),
+    }
+}
+
+/// The `ib_cqe.done` trampoline of [`cqe_of::<H>`].
+///
+/// # Safety
+///
+/// Called by the CQ core with a completion of a QP whose `qp_context` is a
+/// live `H::Ctx` (the `Qp<H::Ctx>` invariant).
+unsafe extern "C" fn cqe_done<H: CqeHandler>(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: The CQ core passes a valid work completion whose `qp` is the
+    // QP the request was posted on, with a live `H::Ctx` (function contract).
+    let (wc, ctx) = unsafe { (&*wc, &*(*(*wc).qp).qp_context.cast::<H::Ctx>()) };
+    H::done(ctx, wc);
+}
+
+/// Types whose completions carry themselves: a `#[repr(C)]` struct with an
+/// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`], an IO request slot).
+///
+/// # Safety
+///
+/// `Self` is `#[repr(C)]` with an `Opaque<ib_cqe>` first, whose `done` is
+/// [`first_cqe_done::<Self>`]; it is posted only on a `Qp<Self::Ctx>` and
+/// stays alive until its QP is drained.
+pub(crate) unsafe trait CqeFirst: Sync + Sized {
+    /// The QP context type (`qp_context`).
+    type Ctx: Sync;
+    /// Handles the work completion of `this`, in the CQ's context.
+    fn done(ctx: &Self::Ctx, this: &Self, wc: &bindings::ib_wc);
+}
+
+/// The `ib_cqe.done` trampoline of a [`CqeFirst`] type.
+///
+/// # Safety
+///
+/// Called by the CQ core with a completion whose `wr_cqe` is the first
+/// field of a live `T` (the `CqeFirst` contract).
+pub(crate) unsafe extern "C" fn first_cqe_done<T: CqeFirst>(
+    _cq: *mut bindings::ib_cq,
+    wc: *mut bindings::ib_wc,
+) {
+    // SAFETY: The CQ core passes a valid work completion; by the `CqeFirst`
+    // contract `wr_cqe` points to the first field of a live `T`, posted on
+    // a QP whose `qp_context` is a live `T::Ctx`.
+    let (wc, this, ctx) = unsafe {
+        let wc = &*wc;
+        let this = &*wc.__bindgen_anon_1.wr_cqe.cast::<T>();
+        (wc, this, &*(*wc.qp).qp_context.cast::<T::Ctx>())
+    };
+    T::done(ctx, this, wc);
+}
+
 // ---------------------------------------------------------------------------
 // The PD pool: one PD per ib_device, shared and refcounted (rtrs_ib_dev_*).
 // ---------------------------------------------------------------------------
@@ -426,7 +502,7 @@ pub(crate) trait IuDone {
 /// # Invariants
 ///
 /// `buf` (of `size` bytes) is mapped at `dma_addr` on `dev` for `dir` until
-/// `drop`; `cqe.done` is `iu_done::<D>`; `cqe` is the first field, so a
+/// `drop`; `cqe.done` is `first_cqe_done::<Self>`; `cqe` is the first field, so a
 /// `wr_cqe` pointer to it is a pointer to the `Iu`.
 #[repr(C)]
 pub(crate) struct Iu<D: IuDone> {
@@ -447,22 +523,13 @@ unsafe impl<D: IuDone> Send for Iu<D> {}
 // the completion ran) or passes `cqe` to the verbs core.
 unsafe impl<D: IuDone> Sync for Iu<D> {}
 
-/// The `ib_cqe.done` trampoline of `Iu<D>`.
-///
-/// # Safety
-///
-/// Called by the CQ core with a completion whose `wr_cqe` is the `cqe` of a
-/// live `Iu<D>` posted on a QP whose `qp_context` is a live `D::Ctx`.
-unsafe extern "C" fn iu_done<D: IuDone>(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: The CQ core passes a valid work completion.
-    let wc = unsafe { &*wc };
-    // SAFETY: By the function's contract `wr_cqe` points to the first field of
-    // a live `Iu<D>` (type invariant of `Iu`).
-    let iu = unsafe { &*wc.__bindgen_anon_1.wr_cqe.cast::<Iu<D>>() };
-    // SAFETY: `wc.qp` is the QP the request was posted on, whose `qp_context`
-    // is a live `D::Ctx` (`Qp<D::Ctx>` invariant).
-    let ctx = unsafe { &*(*wc.qp).qp_context.cast::<D::Ctx>() };
-    D::done(ctx, iu, wc);
+// SAFETY: `Iu` is `#[repr(C)]` with `cqe` first, set to this trampoline
+// (type invariant); its owners drain the QP before dropping it.
+unsafe impl<D: IuDone> CqeFirst for Iu<D> {
+    type Ctx = D::Ctx;
+    fn done(ctx: &D::Ctx, iu: &Self, wc: &bindings::ib_wc) {
+        D::done(ctx, iu, wc);
+    }
 }
 
 impl<D: IuDone> Iu<D> {
@@ -484,7 +551,7 @@ impl<D: IuDone> Iu<D> {
         }
         let iu = Iu {
             cqe: Opaque::new(bindings::ib_cqe {
-                done: Some(iu_done::<D>),
+                done: Some(first_cqe_done::<Self>),
             }),
             buf_ptr: buf.as_mut_ptr(),
             buf,
