@@ -16,27 +16,6 @@ use crate::rtrs_core::sysfs_fmt::{self, Errno};
 use crate::sess::Sess;
 use crate::sess::SessPath;
 
-/// The sysfs page behind `buf`.
-///
-/// # Safety
-///
-/// `buf` is the PAGE_SIZE buffer sysfs passes to a show callback, not
-/// otherwise used during `'a`.
-unsafe fn page<'a>(buf: *mut c_char) -> &'a mut [u8] {
-    // SAFETY: By the function's contract.
-    unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) }
-}
-
-/// The bytes written to a store callback.
-///
-/// # Safety
-///
-/// `buf` points to `count` readable bytes (sysfs NUL-terminates them too).
-unsafe fn input<'a>(buf: *const c_char, count: usize) -> &'a [u8] {
-    // SAFETY: By the function's contract.
-    unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) }
-}
-
 fn shown(n: usize) -> isize {
     isize::try_from(n).unwrap_or(0)
 }
@@ -123,11 +102,15 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
     id: c_int,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: By the function's contract.
-    let sp = unsafe { &*path.cast::<SessPath>() };
+    // SAFETY: By the function's contract: a live path and a sysfs page
+    // that nothing else uses during this call.
+    let (sp, page) = unsafe {
+        (
+            &*path.cast::<SessPath>(),
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE),
+        )
+    };
     let path = sp.shared();
-    // SAFETY: By the function's contract.
-    let page = unsafe { page(buf) };
     let Some(file) = PathFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
@@ -187,11 +170,15 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     count: usize,
     attr: *const c_void,
 ) -> isize {
-    // SAFETY: By the function's contract.
-    let sp = unsafe { &*path.cast::<SessPath>() };
+    // SAFETY: By the function's contract: a live path and `count`
+    // readable bytes.
+    let (sp, b) = unsafe {
+        (
+            &*path.cast::<SessPath>(),
+            core::slice::from_raw_parts(buf.cast::<u8>(), count),
+        )
+    };
     let path = sp.shared();
-    // SAFETY: By the function's contract.
-    let b = unsafe { input(buf, count) };
     let Some(file) = PathFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
@@ -276,10 +263,14 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_show(
     id: c_int,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: By the function's contract.
-    let sess = unsafe { &*sess.cast::<Sess>() };
-    // SAFETY: By the function's contract.
-    let page = unsafe { page(buf) };
+    // SAFETY: By the function's contract: a live session and a sysfs page
+    // that nothing else uses during this call.
+    let (sess, page) = unsafe {
+        (
+            &*sess.cast::<Sess>(),
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE),
+        )
+    };
     let Some(file) = SessFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
@@ -305,10 +296,14 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
     buf: *const c_char,
     count: usize,
 ) -> isize {
-    // SAFETY: By the function's contract.
-    let sess = unsafe { &*sess.cast::<Sess>() };
-    // SAFETY: By the function's contract.
-    let b = unsafe { input(buf, count) };
+    // SAFETY: By the function's contract: a live session and `count`
+    // readable bytes.
+    let (sess, b) = unsafe {
+        (
+            &*sess.cast::<Sess>(),
+            core::slice::from_raw_parts(buf.cast::<u8>(), count),
+        )
+    };
     let Some(file) = SessFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
     };
