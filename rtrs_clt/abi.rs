@@ -57,3 +57,167 @@ pub(crate) struct RtrsPermit {
 
 /// `RTRS_ADMIN_CON`, `RTRS_IO_CON`.
 pub(crate) const RTRS_IO_CON: u32 = 1;
+
+/// rnbd's `link_ev` callback with its private pointer, from
+/// `rtrs_clt_open`'s ops.
+///
+/// # Invariants
+///
+/// `link_ev`, when set, may be called with `priv_` from process context
+/// until the session is closed (rtrs.h's contract).
+pub(crate) struct LinkEvCb(RtrsCltOps);
+
+// SAFETY: rnbd's callback may be called from any thread (type invariant).
+unsafe impl Send for LinkEvCb {}
+// SAFETY: As above; it is only read.
+unsafe impl Sync for LinkEvCb {}
+
+impl LinkEvCb {
+    /// # Safety
+    ///
+    /// `ops` is what `rtrs_clt_open` was given, and the copy is used only
+    /// until the session is closed.
+    pub(crate) unsafe fn new(ops: &RtrsCltOps) -> Self {
+        Self(RtrsCltOps {
+            priv_: ops.priv_,
+            link_ev: ops.link_ev,
+        })
+    }
+
+    /// `clt->link_ev(clt->priv, ev)`.
+    pub(crate) fn call(&self, ev: c_int) {
+        let ops: *const RtrsCltOps = &self.0;
+        // SAFETY: By the type invariant; the C helper calls `link_ev` if it
+        // is set.
+        unsafe { bindings::rtrs_rs_call_link_ev(ops.cast(), ev) };
+    }
+}
+
+/// rnbd's `conf` callback with its private pointer, for one request.
+///
+/// # Invariants
+///
+/// `f`, when set, may be called with `priv_` from any context, once per
+/// request that `rtrs_clt_request` accepted (rtrs.h's contract).
+#[derive(Clone, Copy)]
+pub(crate) struct Confirm {
+    f: ConfFn,
+    priv_: *mut c_void,
+}
+
+impl Confirm {
+    /// No callback (an idle request slot).
+    pub(crate) const NONE: Self = Self {
+        f: None,
+        priv_: core::ptr::null_mut(),
+    };
+
+    /// # Safety
+    ///
+    /// `ops` is what `rtrs_clt_request` was given for the request this
+    /// confirms.
+    pub(crate) unsafe fn new(ops: &RtrsCltReqOps) -> Self {
+        Self {
+            f: ops.conf_fn,
+            priv_: ops.priv_,
+        }
+    }
+
+    /// `req->conf(req->priv, errno)`: the request is over.
+    pub(crate) fn call(self, errno: c_int) {
+        if let Some(f) = self.f {
+            // SAFETY: By the type invariant, through the C helper.
+            unsafe { bindings::rtrs_rs_call_conf(Some(f), self.priv_, errno) };
+        }
+    }
+}
+
+/// The kvecs of a request's user header.
+///
+/// # Invariants
+///
+/// Each kvec points to `iov_len` readable bytes for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct Kvecs<'a>(&'a [Kvec]);
+
+impl<'a> Kvecs<'a> {
+    /// # Safety
+    ///
+    /// Each kvec of `v` points to `iov_len` readable bytes for `'a`.
+    pub(crate) unsafe fn new(v: &'a [Kvec]) -> Self {
+        Self(v)
+    }
+
+    /// Each kvec's bytes.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.0.iter().map(|v| {
+            if v.iov_len == 0 || v.iov_base.is_null() {
+                return &[][..];
+            }
+            // SAFETY: By the type invariant.
+            unsafe { core::slice::from_raw_parts(v.iov_base.cast_const().cast::<u8>(), v.iov_len) }
+        })
+    }
+}
+
+/// A request's user header: the caller's kvecs, or on failover the bytes
+/// kept in the failed slot's IU.
+#[derive(Clone, Copy)]
+pub(crate) enum UsrHdr<'a> {
+    Kvecs(Kvecs<'a>),
+    Bytes(&'a [u8]),
+}
+
+impl UsrHdr<'_> {
+    /// Its length; `None` if it overflows.
+    pub(crate) fn len(&self) -> Option<usize> {
+        match self {
+            Self::Kvecs(k) => k.iter().try_fold(0usize, |n, b| n.checked_add(b.len())),
+            Self::Bytes(b) => Some(b.len()),
+        }
+    }
+
+    /// Copies it to the start of `dst`; `None` if it does not fit.
+    pub(crate) fn copy_to(&self, dst: &mut [u8]) -> Option<usize> {
+        let mut off = 0usize;
+        let mut put = |b: &[u8]| -> Option<()> {
+            let end = off.checked_add(b.len())?;
+            dst.get_mut(off..end)?.copy_from_slice(b);
+            off = end;
+            Some(())
+        };
+        match self {
+            Self::Kvecs(k) => {
+                for b in k.iter() {
+                    put(b)?;
+                }
+            }
+            Self::Bytes(b) => put(b)?,
+        }
+        Some(off)
+    }
+}
+
+/// One path's addresses from a `struct rtrs_addr`.
+#[derive(Clone, Copy)]
+pub(crate) struct PathAddr<'a> {
+    pub(crate) src: Option<&'a bindings::__kernel_sockaddr_storage>,
+    pub(crate) dst: Option<&'a bindings::__kernel_sockaddr_storage>,
+}
+
+impl RtrsAddr {
+    /// The addresses, `None` where a pointer is null.
+    ///
+    /// # Safety
+    ///
+    /// `src` and `dst` are null or point to sockaddr_storage valid for `'a`.
+    pub(crate) unsafe fn get<'a>(&self) -> PathAddr<'a> {
+        // SAFETY: By the function's contract.
+        unsafe {
+            PathAddr {
+                src: self.src.as_ref(),
+                dst: self.dst.as_ref(),
+            }
+        }
+    }
+}

@@ -7,10 +7,13 @@ use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 use kernel::str::BStr;
 
-use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit};
+use crate::abi::{
+    Confirm, Kvec, Kvecs, LinkEvCb, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit,
+};
 use crate::bindings;
 use crate::error::err_ptr;
 use crate::sess::Sess;
+use crate::verbs::SgList;
 
 /// `rtrs_clt_open`.
 ///
@@ -33,20 +36,31 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
     if ops.is_null() || pathname.is_null() || (paths.is_null() && path_cnt > 0) {
         return err_ptr(EINVAL);
     }
-    // SAFETY: `pathname` is a NUL-terminated string (contract).
-    let name = unsafe { CStr::from_char_ptr(pathname) };
-    let paths: &[RtrsAddr] = if path_cnt == 0 {
-        &[]
-    } else {
-        // SAFETY: `paths` has `path_cnt` entries (contract).
-        unsafe { core::slice::from_raw_parts(paths, path_cnt) }
+    // SAFETY: By the function's contract: a NUL-terminated name, `ops`
+    // (checked non-null) valid for the call and for the session's life,
+    // and `path_cnt` entries whose addresses are null or valid.
+    let (name, raw_paths, link_ev) = unsafe {
+        (
+            CStr::from_char_ptr(pathname),
+            if path_cnt == 0 {
+                &[][..]
+            } else {
+                core::slice::from_raw_parts(paths, path_cnt)
+            },
+            LinkEvCb::new(&*ops),
+        )
     };
-    // SAFETY: Checked non-null above; valid for the call (contract).
-    let ops = unsafe { &*ops };
+    let mut addrs = KVec::new();
+    for p in raw_paths {
+        // SAFETY: As above.
+        if addrs.push(unsafe { p.get() }, GFP_KERNEL).is_err() {
+            return err_ptr(ENOMEM);
+        }
+    }
     match Sess::open(
-        ops,
+        link_ev,
         name,
-        paths,
+        &addrs,
         port,
         pdu_sz,
         reconnect_delay_sec,
@@ -130,22 +144,27 @@ pub(crate) unsafe extern "C" fn rtrs_clt_request(
     sg: *mut bindings::scatterlist,
     sg_cnt: u32,
 ) -> c_int {
-    // SAFETY: By the function's contract.
-    let (Some(s), Some(ops), Some(permit)) =
-        (unsafe { clt.as_ref() }, unsafe { ops.as_ref() }, unsafe {
-            permit.as_ref()
-        })
-    else {
+    // SAFETY: By the function's contract: the session, ops and permit are
+    // null or valid for the call, `vec` has `nr` readable kvecs, and `sg`
+    // has `sg_cnt` entries valid until `conf_fn` is called.
+    let (s, conf, permit, usr, sg) = unsafe {
+        (
+            clt.as_ref(),
+            ops.as_ref().map(|o| Confirm::new(o)),
+            permit.as_ref(),
+            Kvecs::new(if nr == 0 || vec.is_null() {
+                &[]
+            } else {
+                core::slice::from_raw_parts(vec, nr)
+            }),
+            SgList::new(sg, sg_cnt),
+        )
+    };
+    let (Some(s), Some(conf), Some(permit)) = (s, conf, permit) else {
         return EINVAL.to_errno();
     };
-    let usr: &[Kvec] = if nr == 0 || vec.is_null() {
-        &[]
-    } else {
-        // SAFETY: `vec` has `nr` entries (contract).
-        unsafe { core::slice::from_raw_parts(vec, nr) }
-    };
     // READ is 0 in the kernel.
-    match s.request(dir == 0, ops, permit, usr, data_len, sg, sg_cnt) {
+    match s.request(dir == 0, conf, permit, usr, data_len, sg) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

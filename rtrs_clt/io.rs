@@ -10,18 +10,15 @@
 //! slot belongs to the holder of permit `mem_id` until it is posted, then
 //! to the completion path until `conf` is called.
 
-use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::pin::Pin;
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
-use kernel::error::from_err_ptr;
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::c_int;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-use crate::abi::{ConfFn, Kvec};
+use crate::abi::{Confirm, UsrHdr};
 use crate::bindings;
 use crate::error::{econnaborted, emsgsize};
 use crate::log::{pr_err_rl, pr_warn_rl};
@@ -30,9 +27,10 @@ use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
 use crate::stats::PathStats;
-use crate::sync::RcuGuard;
+use crate::sync::{RcuGuard, SlotCell, SlotMut};
 use crate::verbs::{
     first_cqe_done, post_send_raw, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone,
+    MappedSg, Mr, SgList,
 };
 
 /// What the IO path uses of the connection it posts on and completes from:
@@ -115,11 +113,10 @@ struct RemoteChunk {
 /// What a request slot carries between submission and completion.
 #[derive(Clone, Copy)]
 struct ReqIo {
-    conf: ConfFn,
-    priv_: *mut c_void,
-    sglist: *mut bindings::scatterlist,
-    sg_cnt: u32,
-    dir: bindings::dma_data_direction,
+    conf: Confirm,
+    sg: SgList,
+    /// The data list as mapped for this request, if it has data.
+    mapped: Option<MappedSg>,
     /// `mp_policy == MP_POLICY_MIN_INFLIGHT` when posted: `inflight` counts it.
     min_inflight: bool,
     /// What failover needs to post the request again elsewhere
@@ -131,86 +128,53 @@ struct ReqIo {
     cpu_id: u32,
 }
 
-impl Default for ReqIo {
-    fn default() -> Self {
-        Self {
-            conf: None,
-            priv_: core::ptr::null_mut(),
-            sglist: core::ptr::null_mut(),
-            sg_cnt: 0,
-            dir: bindings::dma_data_direction_DMA_NONE,
-            min_inflight: false,
-            read: false,
-            usr_len: 0,
-            data_len: 0,
-            con_type: 0,
-            cpu_id: 0,
-        }
-    }
+impl ReqIo {
+    const IDLE: Self = Self {
+        conf: Confirm::NONE,
+        sg: SgList::EMPTY,
+        mapped: None,
+        min_inflight: false,
+        read: false,
+        usr_len: 0,
+        data_len: 0,
+        con_type: 0,
+        cpu_id: 0,
+    };
+}
+
+/// What the owner of a request slot has: the request, the header IU and
+/// the fast-registration MR.
+struct ReqOwned<C: IoCon> {
+    io: ReqIo,
+    iu: Pin<KBox<Iu<ReqDone<C>>>>,
+    mr: Mr,
 }
 
 /// One request slot (`struct rtrs_clt_io_req`).
 ///
+/// `slot` is free, owned by the holder of permit `mem_id` while it builds
+/// and posts the request, posted (the completion takes it), or owned by
+/// the completion or by failover after the drain (see `SlotCell`).
+///
 /// # Invariants
 ///
 /// `inv_cqe` is the first field (a `wr_cqe` pointer to it is a pointer to
-/// the `Req`); `mr` is a live MR of the path's PD until drop. `io` is
-/// accessed only by the slot's owner (see the module doc).
+/// the `Req`).
 #[repr(C)]
 pub(crate) struct Req<C: IoCon> {
     inv_cqe: Opaque<bindings::ib_cqe>,
-    iu: Pin<KBox<Iu<ReqDone<C>>>>,
-    mr: NonNull<bindings::ib_mr>,
-    in_use: AtomicBool,
-    /// `mr->need_inval`.
+    slot: SlotCell<ReqOwned<C>>,
+    /// `mr->need_inval`: the MR was registered and the server did not
+    /// invalidate it.
     need_inval: AtomicBool,
-    /// `ref`: 1 while in flight, 2 while a local invalidate is posted.
-    refcnt: AtomicU32,
     inv_errno: AtomicI32,
-    io: UnsafeCell<ReqIo>,
 }
 
-// SAFETY: The MR and IU may be used from any thread; `io` is only touched
-// by the slot's single owner at a time, handed over through post_send and
-// the completion (which order memory).
+// SAFETY: `inv_cqe` is written only at creation and then used by the verbs
+// core; the rest is `Send` and `Sync`.
 unsafe impl<C: IoCon> Send for Req<C> {}
 // SAFETY: As above.
 unsafe impl<C: IoCon> Sync for Req<C> {}
-
-impl<C: IoCon> Drop for Req<C> {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant the MR is live; no posted request
-        // uses it (the QPs are drained first).
-        unsafe { bindings::rtrs_rs_ib_dereg_mr(self.mr.as_ptr()) };
-    }
-}
-
-impl<C: IoCon> Req<C> {
-    /// A copy of the slot's IO description.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns the slot (module doc).
-    unsafe fn io(&self) -> ReqIo {
-        // SAFETY: The caller owns the slot, so nobody writes `io` now.
-        unsafe { *self.io.get() }
-    }
-
-    /// Sets the slot's IO description.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns the slot and has not posted it.
-    unsafe fn set_io(&self, v: ReqIo) {
-        // SAFETY: The caller owns the slot exclusively.
-        unsafe { *self.io.get() = v };
-    }
-
-    fn mr(&self) -> &bindings::ib_mr {
-        // SAFETY: By the type invariant the MR is live.
-        unsafe { self.mr.as_ref() }
-    }
-}
 
 /// One path's IO state: `reqs`, the server chunks (`rbufs`), and the
 /// numbers IO needs, readable without locks.
@@ -220,29 +184,20 @@ pub(crate) struct IoCtx<C: IoCon> {
     rbuf_rkey: KVec<AtomicU32>,
     layout: RtrsChunkLayout,
     max_hdr_size: u32,
-    ib_dev: *mut bindings::ib_device,
     lkey: u32,
     /// Keeps the device and PD of the MRs and IUs; dropped last.
-    _dev: DevRef,
+    dev: DevRef,
 }
-
-// SAFETY: `ib_dev` is a registered device kept by `_dev`; the rest is
-// `Sync` or immutable.
-unsafe impl<C: IoCon> Send for IoCtx<C> {}
-// SAFETY: As above.
-unsafe impl<C: IoCon> Sync for IoCtx<C> {}
 
 /// One request as `rtrs_clt_request` got it (or as failover takes it
 /// back from a failed path, with the user header from the old slot's IU).
 pub(crate) struct ReqDesc<'a> {
     pub(crate) read: bool,
-    pub(crate) conf: ConfFn,
-    pub(crate) priv_: *mut c_void,
-    pub(crate) usr: &'a [Kvec],
+    pub(crate) conf: Confirm,
+    pub(crate) usr: UsrHdr<'a>,
     pub(crate) usr_len: usize,
     pub(crate) data_len: usize,
-    pub(crate) sg: *mut bindings::scatterlist,
-    pub(crate) sg_cnt: u32,
+    pub(crate) sg: SgList,
     /// The permit's `con_type`, `cpu_id` and `mem_id`.
     pub(crate) con_type: u32,
     pub(crate) cpu_id: u32,
@@ -271,35 +226,26 @@ impl<C: IoCon> IoCtx<C> {
         let mut reqs = KVec::with_capacity(qd, GFP_KERNEL)?;
         for _ in 0..qd {
             let iu = Iu::<ReqDone<C>>::alloc(dev, hdr, bindings::dma_data_direction_DMA_TO_DEVICE)?;
-            // SAFETY: The PD is live (`dev`).
-            let mr = from_err_ptr(unsafe {
-                bindings::ib_alloc_mr(
-                    dev.pd(),
-                    bindings::ib_mr_type_IB_MR_TYPE_MEM_REG,
-                    max_pages_per_mr,
-                )
-            })
-            .inspect_err(|e| {
+            let mr = Mr::alloc(dev, max_pages_per_mr).inspect_err(|e| {
                 pr_err!(
                     "Failed to alloc clt_path->max_pages_per_mr {}: {:?}\n",
                     max_pages_per_mr,
                     e
                 )
             })?;
-            let mr = NonNull::new(mr).ok_or(ENOMEM)?;
-            // INVARIANT: `inv_cqe` first (repr(C)); the MR was just allocated.
+            // INVARIANT: `inv_cqe` first (repr(C)).
             reqs.push(
                 Req {
                     inv_cqe: Opaque::new(bindings::ib_cqe {
                         done: Some(first_cqe_done::<Req<C>>),
                     }),
-                    iu,
-                    mr,
-                    in_use: AtomicBool::new(false),
+                    slot: SlotCell::new(ReqOwned {
+                        io: ReqIo::IDLE,
+                        iu,
+                        mr,
+                    }),
                     need_inval: AtomicBool::new(false),
-                    refcnt: AtomicU32::new(0),
                     inv_errno: AtomicI32::new(0),
-                    io: UnsafeCell::new(ReqIo::default()),
                 },
                 GFP_KERNEL,
             )?;
@@ -317,9 +263,8 @@ impl<C: IoCon> IoCtx<C> {
                 rbuf_rkey,
                 layout,
                 max_hdr_size: params.max_hdr_size,
-                ib_dev: dev.ib_dev(),
                 lkey: dev.local_dma_lkey(),
-                _dev: dev.try_clone()?,
+                dev: dev.try_clone()?,
             },
             GFP_KERNEL,
         )?)
@@ -358,136 +303,97 @@ impl<C: IoCon> IoCtx<C> {
         if qp.is_null() {
             return Err(econnaborted());
         }
-        if req.in_use.swap(true, Ordering::AcqRel) {
+        let Some(own) = req.slot.take_free() else {
             pr_err_rl!("{}: request slot {} busy\n", con.sess(), a.mem_id);
             return Err(EBUSY);
-        }
+        };
         let rbuf = RemoteChunk {
             addr: raddr,
             rkey: rkey.load(Ordering::Acquire),
         };
-        let res = self.do_submit(con, qp, req, rbuf, a, min_inflight);
-        if res.is_err() {
-            req.in_use.store(false, Ordering::Release);
-        }
-        res
+        self.do_submit(con, qp, req, own, rbuf, a, min_inflight)
     }
 
-    fn do_submit(
+    /// Fills the slot (`own`: freed again if this fails before posting),
+    /// maps the data and posts.
+    #[allow(clippy::too_many_arguments)]
+    fn do_submit<'a>(
         &self,
         con: &C,
         qp: *mut bindings::ib_qp,
-        req: &Req<C>,
+        req: &'a Req<C>,
+        mut own: SlotMut<'a, ReqOwned<C>>,
         rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
         min_inflight: bool,
     ) -> Result {
         let sess = con.sess();
-        let dir = if a.read {
-            bindings::dma_data_direction_DMA_FROM_DEVICE
-        } else {
-            bindings::dma_data_direction_DMA_TO_DEVICE
-        };
-        // SAFETY: We hold the permit of this slot and it is not posted.
-        unsafe {
-            req.set_io(ReqIo {
-                conf: a.conf,
-                priv_: a.priv_,
-                sglist: a.sg,
-                sg_cnt: a.sg_cnt,
-                dir,
-                min_inflight,
-                read: a.read,
-                usr_len: a.usr_len,
-                data_len: a.data_len,
-                con_type: a.con_type,
-                cpu_id: a.cpu_id,
-            })
+        own.io = ReqIo {
+            conf: a.conf,
+            sg: a.sg,
+            mapped: None,
+            min_inflight,
+            read: a.read,
+            usr_len: a.usr_len,
+            data_len: a.data_len,
+            con_type: a.con_type,
+            cpu_id: a.cpu_id,
         };
         req.need_inval.store(false, Ordering::Relaxed);
         req.inv_errno.store(0, Ordering::Relaxed);
-        req.refcnt.store(1, Ordering::Relaxed);
-
-        // SAFETY: The slot is ours and not posted (see above).
-        let buf = unsafe { req.iu.buf_mut() };
         // Copy the user header (the kvecs) to the start of the IU.
-        let mut off = 0usize;
-        for v in a.usr {
-            let (p, l) = (v.iov_base.cast_const().cast::<u8>(), v.iov_len);
-            let end = off.checked_add(l).ok_or(emsgsize())?;
-            let dst = buf.get_mut(off..end).ok_or(emsgsize())?;
-            if l > 0 {
-                // SAFETY: The caller's kvec points to `l` readable bytes.
-                let src = unsafe { core::slice::from_raw_parts(p, l) };
-                dst.copy_from_slice(src);
-            }
-            off = end;
+        if a.usr.copy_to(own.iu.as_mut().buf_mut()).is_none() {
+            return Err(emsgsize());
         }
         if let Err(e) = check_io_chunk(a.read, a.data_len, a.usr_len, self.layout.chunk_size()) {
             pr_warn_rl!("{}: {}\n", sess, e);
             return Err(e.into());
         }
-        let mut count: c_int = 0;
-        if a.sg_cnt > 0 {
-            let n = c_int::try_from(a.sg_cnt).map_err(|_| EINVAL)?;
-            // SAFETY: The caller's scatterlist has `sg_cnt` entries; the device
-            // is kept by `_dev`.
-            count = unsafe { bindings::rtrs_rs_ib_dma_map_sg(self.ib_dev, a.sg, n, dir) };
-            if count <= 0 {
+        if a.sg.nents() > 0 {
+            let dir = if a.read {
+                bindings::dma_data_direction_DMA_FROM_DEVICE
+            } else {
+                bindings::dma_data_direction_DMA_TO_DEVICE
+            };
+            let Some(m) = a.sg.dma_map(&self.dev, dir) else {
                 pr_warn_rl!("{}: {} request failed, dma map failed\n", sess, rw(a.read));
                 return Err(EINVAL);
-            }
+            };
+            own.io.mapped = Some(m);
         }
-        let res = self.post(con, qp, req, rbuf, a, count, min_inflight);
-        if res.is_err() {
-            req.need_inval.store(false, Ordering::Relaxed);
-            if a.sg_cnt > 0 {
-                self.unmap(req);
-            }
-        }
-        res
+        self.post(con, qp, req, own, rbuf, a, min_inflight)
+            .map_err(|(e, own)| {
+                req.need_inval.store(false, Ordering::Relaxed);
+                if let Some(mut own) = own {
+                    self.unmap(&mut own);
+                }
+                e
+            })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn post(
+    /// The header message in the IU after the user header, and the SGEs
+    /// and remote address of the request.
+    fn build(
         &self,
-        con: &C,
-        qp: *mut bindings::ib_qp,
-        req: &Req<C>,
+        own: &mut ReqOwned<C>,
         rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
-        count: c_int,
-        min_inflight: bool,
-    ) -> Result {
-        let sess = con.sess();
-        if count > 0 {
-            // SAFETY: The MR is ours (slot owner) and the list was mapped.
-            let nr = unsafe { bindings::rtrs_rs_ib_map_mr_sg_4k(req.mr.as_ptr(), a.sg, count) };
-            if nr != count {
-                let e = if nr < 0 { nr } else { EINVAL.to_errno() };
-                pr_err_rl!(
-                    "{}: {} request failed, failed to map fast reg. data, err: {}\n",
-                    sess,
-                    rw(a.read),
-                    e
-                );
-                return Err(Error::from_errno(e));
-            }
-            // SAFETY: As above.
-            unsafe { bindings::rtrs_rs_ib_inc_fast_reg_key(req.mr.as_ptr()) };
-        }
-        let mr = req.mr();
+        fr_en: bool,
+    ) -> Result<Built> {
+        let (iova, mr_len, mr_lkey, mr_rkey) = {
+            let m = own.mr.get();
+            (m.iova, m.length, m.lkey, m.rkey)
+        };
         let usr_len16 = u16::try_from(a.usr_len).map_err(|_| emsgsize())?;
-        // SAFETY: The slot is ours and not posted.
-        let buf = unsafe { req.iu.buf_mut() };
+        let buf = own.iu.as_mut().buf_mut();
         let msg_buf = buf.get_mut(a.usr_len..).ok_or(emsgsize())?;
         let msg_len = if a.read {
             let desc = RtrsSgDesc {
-                addr: mr.iova,
-                key: mr.rkey,
-                len: u32::try_from(mr.length).unwrap_or(u32::MAX),
+                addr: iova,
+                key: mr_rkey,
+                len: u32::try_from(mr_len).unwrap_or(u32::MAX),
             };
-            let d = if count > 0 { Some(&desc) } else { None };
+            let d = if fr_en { Some(&desc) } else { None };
             RtrsMsgRdmaRead::encode_client(usr_len16, d, msg_buf).map_err(|_| emsgsize())?
         } else {
             RtrsMsgRdmaWrite { usr_len: usr_len16 }
@@ -502,21 +408,10 @@ impl<C: IoCon> IoCtx<C> {
             .layout
             .io_req_imm(a.mem_id, off)
             .map_err(|_| emsgsize())?;
-
-        let access = if a.read {
-            bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-                | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-        } else {
-            bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-        };
-        let fr_en = count > 0;
-        if fr_en {
-            req.need_inval.store(true, Ordering::Relaxed);
-        }
         // Writes: the data through the MR, then header and message, to the
         // chunk start. Reads: header and message after `data_len`.
         let iu_sge = bindings::ib_sge {
-            addr: req.iu.dma_addr(),
+            addr: own.iu.dma_addr(),
             length: sg_size32,
             lkey: self.lkey,
         };
@@ -531,9 +426,9 @@ impl<C: IoCon> IoCtx<C> {
             )
         } else if fr_en {
             sges[0] = bindings::ib_sge {
-                addr: mr.iova,
-                length: u32::try_from(mr.length).map_err(|_| emsgsize())?,
-                lkey: mr.lkey,
+                addr: iova,
+                length: u32::try_from(mr_len).map_err(|_| emsgsize())?,
+                lkey: mr_lkey,
             };
             sges[1] = iu_sge;
             (2, Some(rbuf.addr))
@@ -543,31 +438,84 @@ impl<C: IoCon> IoCtx<C> {
         };
         let remote = remote.ok_or(EINVAL)?;
         if sges.iter().take(num_sge).any(|s| s.length == 0) {
-            pr_warn_rl!("{}: Doing RDMA Write failed, no data supplied\n", sess);
+            pr_warn_rl!("Doing RDMA Write failed, no data supplied\n");
             return Err(EINVAL);
         }
+        Ok(Built {
+            sges,
+            num_sge,
+            remote,
+            imm,
+            sg_size,
+        })
+    }
+
+    /// Registers the MR if there is data, then posts the request; the
+    /// completion owns the slot from then on. On error, the slot if this
+    /// still owns it.
+    #[allow(clippy::too_many_arguments)]
+    fn post<'a>(
+        &self,
+        con: &C,
+        qp: *mut bindings::ib_qp,
+        req: &'a Req<C>,
+        mut own: SlotMut<'a, ReqOwned<C>>,
+        rbuf: RemoteChunk,
+        a: &ReqDesc<'_>,
+        min_inflight: bool,
+    ) -> core::result::Result<(), PostError<'a, C>> {
+        let sess = con.sess();
+        let mapped = own.io.mapped;
+        if let Some(m) = &mapped {
+            let nr = own.mr.map_sg(m);
+            if nr != m.count() {
+                let e = if nr < 0 { nr } else { EINVAL.to_errno() };
+                pr_err_rl!(
+                    "{}: {} request failed, failed to map fast reg. data, err: {}\n",
+                    sess,
+                    rw(a.read),
+                    e
+                );
+                return Err((Error::from_errno(e), Some(own)));
+            }
+        }
+        let fr_en = mapped.is_some();
+        let b = match self.build(&mut own, rbuf, a, fr_en) {
+            Ok(b) => b,
+            Err(e) => return Err((e, Some(own))),
+        };
+        if fr_en {
+            req.need_inval.store(true, Ordering::Relaxed);
+        }
+        let access = if a.read {
+            bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+                | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+        } else {
+            bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+        };
         let flags = con.next_send_flags();
-        req.iu.sync_for_device_len(sg_size);
+        own.iu.sync_for_device_len(b.sg_size);
 
         // rtrs_clt_update_all_stats, before posting: usr_len + data_len as
         // unsigned int, and the in-flight count.
         let len = u64::from(a.usr_len.saturating_add(a.data_len) as u32);
         con.stats().update_all(a.read, len, min_inflight);
+        let mut sges = b.sges;
         let mut wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: req.iu.cqe_ptr(),
+                    wr_cqe: own.iu.cqe_ptr(),
                 },
                 sg_list: sges.as_mut_ptr(),
-                num_sge: c_int::try_from(num_sge).unwrap_or(1),
+                num_sge: c_int::try_from(b.num_sge).unwrap_or(1),
                 opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
                 send_flags: flags,
                 ex: bindings::ib_send_wr__bindgen_ty_2 {
-                    imm_data: imm.to_be(),
+                    imm_data: b.imm.to_be(),
                 },
                 ..Default::default()
             },
-            remote_addr: remote,
+            remote_addr: b.remote,
             rkey: rbuf.rkey,
         };
         let rwr = bindings::ib_reg_wr {
@@ -579,11 +527,13 @@ impl<C: IoCon> IoCtx<C> {
                 opcode: bindings::ib_wr_opcode_IB_WR_REG_MR,
                 ..Default::default()
             },
-            mr: req.mr.as_ptr(),
-            key: mr.rkey,
+            mr: own.mr.as_ptr(),
+            key: own.mr.get().rkey,
             access: access as c_int,
         };
         let head: *const bindings::ib_send_wr = if fr_en { &rwr.wr } else { &wr.wr };
+        // The completion may run as soon as the request is posted.
+        own.post();
         // SAFETY: `qp` is live: the caller is inside the RCU section of
         // `Sess::issue` on a published path, whose QPs are destroyed only
         // after a grace period (completions post from CQ context, which the
@@ -596,18 +546,16 @@ impl<C: IoCon> IoCtx<C> {
                 con.stats().dec_inflight();
             }
             pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
+            // Nothing was posted, so no completion took the slot back.
+            return Err((e, req.slot.take_posted()));
         }
-        res
+        Ok(())
     }
 
-    fn unmap(&self, req: &Req<C>) {
-        // SAFETY: The caller owns the slot.
-        let io = unsafe { req.io() };
-        let Ok(n) = c_int::try_from(io.sg_cnt) else {
-            return;
-        };
-        // SAFETY: The list was mapped with these arguments by `do_submit`.
-        unsafe { bindings::rtrs_rs_ib_dma_unmap_sg(self.ib_dev, io.sglist, n, io.dir) };
+    fn unmap(&self, own: &mut ReqOwned<C>) {
+        if let Some(m) = own.io.mapped.take() {
+            m.unmap(&self.dev);
+        }
     }
 
     /// `process_io_rsp`. CQ context.
@@ -623,62 +571,45 @@ impl<C: IoCon> IoCtx<C> {
     }
 
     /// `complete_rdma_req(req, errno, notify = true, can_wait = false)`.
-    /// CQ context.
+    /// CQ context. With the MR still registered, the request completes
+    /// when its local invalidation does.
     fn complete_rdma_req(&self, con: &C, req: &Req<C>, errno: i32) {
-        if !req.in_use.load(Ordering::Acquire) {
+        let Some(mut own) = req.slot.take_posted() else {
             return;
-        }
-        // SAFETY: The request is in flight and its completion is ours.
-        let io = unsafe { req.io() };
-        if io.sg_cnt > 0 {
-            if req.need_inval.load(Ordering::Acquire) {
-                req.inv_errno.store(errno, Ordering::Release);
-                req.refcnt.fetch_add(1, Ordering::AcqRel);
-                match self.post_inv(con, req) {
-                    Ok(()) => {
-                        if req.refcnt.fetch_sub(1, Ordering::AcqRel) != 1 {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        // C leaves the request hanging here; finish it.
-                        pr_err_rl!(
-                            "{}: Send INV WR key={:#x}: {:?}\n",
-                            con.sess(),
-                            req.mr().rkey,
-                            e
-                        );
-                        req.need_inval.store(false, Ordering::Release);
-                        req.refcnt.fetch_sub(1, Ordering::AcqRel);
+        };
+        if own.io.mapped.is_some() && req.need_inval.load(Ordering::Acquire) {
+            req.inv_errno.store(errno, Ordering::Release);
+            let rkey = own.mr.get().rkey;
+            // The invalidation's completion takes the slot.
+            own.post();
+            match self.post_inv(con, req, rkey) {
+                Ok(()) => return,
+                Err(e) => {
+                    // C leaves the request hanging here; finish it.
+                    pr_err_rl!("{}: Send INV WR key={:#x}: {:?}\n", con.sess(), rkey, e);
+                    req.need_inval.store(false, Ordering::Release);
+                    match req.slot.take_posted() {
+                        Some(o) => own = o,
+                        None => return,
                     }
                 }
             }
-            self.unmap(req);
         }
-        if req.refcnt.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return;
-        }
+        self.unmap(&mut own);
+        let io = own.io;
         if io.min_inflight {
             con.stats().dec_inflight();
         }
-        req.in_use.store(false, Ordering::Release);
+        drop(own);
         if errno != 0 {
             pr_err_rl!(
                 "{}: IO {} request failed: error={}\n",
                 con.sess(),
-                if io.dir == bindings::dma_data_direction_DMA_TO_DEVICE {
-                    "write"
-                } else {
-                    "read"
-                },
+                if io.read { "read" } else { "write" },
                 errno
             );
         }
-        if let Some(conf) = io.conf {
-            // SAFETY: rnbd's callback with its own private pointer, called
-            // once per accepted request, through the C helper.
-            unsafe { bindings::rtrs_rs_call_conf(Some(conf), io.priv_, errno) };
-        }
+        io.conf.call(errno);
     }
 
     /// `fail_all_outstanding_reqs` over the slots of a drained path: each
@@ -692,52 +623,35 @@ impl<C: IoCon> IoCtx<C> {
         mut failover: impl FnMut(&ReqDesc<'_>) -> Result,
     ) {
         for (i, req) in self.reqs.iter().enumerate() {
-            if !req.in_use.load(Ordering::Acquire) {
+            let Some(mut own) = req.slot.take_posted() else {
                 continue;
-            }
-            // SAFETY: The QPs are drained: no completion runs, the slot is ours.
-            let io = unsafe { req.io() };
-            if io.sg_cnt > 0 {
-                self.unmap(req);
-            }
+            };
+            self.unmap(&mut own);
+            let io = own.io;
             if io.min_inflight {
                 stats.dec_inflight();
             }
             req.need_inval.store(false, Ordering::Relaxed);
-            req.refcnt.store(0, Ordering::Relaxed);
-            req.in_use.store(false, Ordering::Release);
-            // SAFETY: Ours (see above), and not posted any more.
-            let buf = unsafe { req.iu.buf_mut() };
-            let usr = buf.get(..io.usr_len).unwrap_or(&[]);
-            let kv = [Kvec {
-                iov_base: usr.as_ptr().cast_mut().cast(),
-                iov_len: usr.len(),
-            }];
+            let usr = own.iu.buf().get(..io.usr_len).unwrap_or(&[]);
             let fr = ReqDesc {
                 read: io.read,
                 conf: io.conf,
-                priv_: io.priv_,
-                usr: &kv,
+                usr: UsrHdr::Bytes(usr),
                 usr_len: usr.len(),
                 data_len: io.data_len,
-                sg: io.sglist,
-                sg_cnt: io.sg_cnt,
+                sg: io.sg,
                 con_type: io.con_type,
                 cpu_id: io.cpu_id,
                 mem_id: u32::try_from(i).unwrap_or(u32::MAX),
             };
             if let Err(e) = failover(&fr) {
-                if let Some(conf) = io.conf {
-                    // SAFETY: rnbd's callback with its own private pointer,
-                    // once for this request (it was not completed before).
-                    unsafe { bindings::rtrs_rs_call_conf(Some(conf), io.priv_, e.to_errno()) };
-                }
+                io.conf.call(e.to_errno());
             }
         }
     }
 
     /// `rtrs_inv_rkey`: a signaled IB_WR_LOCAL_INV of the slot's MR.
-    fn post_inv(&self, con: &C, req: &Req<C>) -> Result {
+    fn post_inv(&self, con: &C, req: &Req<C>, rkey: u32) -> Result {
         let qp = con.qp_raw();
         if qp.is_null() {
             return Err(econnaborted());
@@ -749,7 +663,7 @@ impl<C: IoCon> IoCtx<C> {
             opcode: bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
             send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as c_int,
             ex: bindings::ib_send_wr__bindgen_ty_2 {
-                invalidate_rkey: req.mr().rkey,
+                invalidate_rkey: rkey,
             },
             ..Default::default()
         };
@@ -757,6 +671,18 @@ impl<C: IoCon> IoCtx<C> {
         // the slot until the QP is drained.
         unsafe { post_send_raw(qp, &wr) }
     }
+}
+
+/// Why `post` failed, and the slot if it still owns it.
+type PostError<'a, C> = (Error, Option<SlotMut<'a, ReqOwned<C>>>);
+
+/// What `build` made of a request.
+struct Built {
+    sges: [bindings::ib_sge; 2],
+    num_sge: usize,
+    remote: u64,
+    imm: u32,
+    sg_size: usize,
 }
 
 fn rw(read: bool) -> &'static str {

@@ -17,7 +17,7 @@ use kernel::prelude::*;
 use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
-use crate::abi::{Kvec, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit, RTRS_IO_CON};
+use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr, RTRS_IO_CON};
 use crate::addr::{from_rtrs_sockaddr, to_rtrs_sockaddr};
 use crate::bindings;
 use crate::clt::{PathArgs, PathInfo, RtrsCltState};
@@ -39,7 +39,7 @@ use crate::rtrs_core::policy::{
 use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::sysfs_fmt;
 use crate::sync::{RcuArray, RcuBox, RcuGuard};
-use crate::verbs::DevPool;
+use crate::verbs::{DevPool, SgList};
 
 /// A path of a session.
 pub(crate) type SessPath = crate::path::SessPath<Sess>;
@@ -154,8 +154,8 @@ pub(crate) struct Sess {
     max_io_size: u32,
     max_segments: u32,
     permits: Permits,
-    /// A copy of the caller's `rtrs_clt_ops` (priv, link_ev).
-    ops: RtrsCltOps,
+    /// The caller's `link_ev` (from `rtrs_clt_ops`).
+    link_ev: LinkEvCb,
     /// `paths_up` (rtrs_core's count) under `paths_ev_mutex`.
     paths_ev: Pin<KBox<Mutex<RtrsCltPathsUp>>>,
     /// `mp_policy` (MP_POLICY_*), set through sysfs at any time.
@@ -177,9 +177,9 @@ unsafe impl Sync for Sess {}
 impl Sess {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
-        ops: &RtrsCltOps,
+        link_ev: LinkEvCb,
         pathname: &CStr,
-        paths: &[RtrsAddr],
+        paths: &[PathAddr<'_>],
         port: u16,
         pdu_sz: usize,
         reconnect_delay_sec: u8,
@@ -274,10 +274,7 @@ impl Sess {
                 max_io_size,
                 max_segments,
                 permits,
-                ops: RtrsCltOps {
-                    priv_: ops.priv_,
-                    link_ev: ops.link_ev,
-                },
+                link_ev,
                 paths_ev,
                 mp_policy: AtomicI32::new(MpPolicy::MinInflight.as_raw()),
                 max_reconnect_attempts: AtomicI32::new(i32::from(max_reconnect_attempts)),
@@ -326,17 +323,15 @@ impl Sess {
         sessname: &CStr,
         dev: &SessDev,
         paths_mutex: &Mutex<bool>,
-        a: &RtrsAddr,
+        a: &PathAddr<'_>,
         paths_uuid: [u8; 16],
         first: bool,
         nr_poll_queues: u32,
         reconnect_delay_sec: u32,
         max_reconnect_attempts: i32,
     ) -> Result<(PathEntry, PathInfo)> {
-        // SAFETY: rnbd passes valid sockaddr_storage pointers (src optional).
-        let dst = unsafe { a.dst.as_ref() }.ok_or(EINVAL)?;
-        // SAFETY: As above.
-        let src = unsafe { a.src.as_ref() }.copied().unwrap_or_default();
+        let dst = a.dst.ok_or(EINVAL)?;
+        let src = a.src.copied().unwrap_or_default();
         let args = PathArgs {
             pool: &g.pool,
             sessname,
@@ -387,10 +382,7 @@ impl Sess {
     }
 
     fn link_ev(&self, ev: RtrsCltLinkEv) {
-        let ops: *const RtrsCltOps = &self.ops;
-        // SAFETY: `ops` is our copy of the caller's ops; the C helper calls
-        // `link_ev(priv, ev)` if it is set.
-        unsafe { bindings::rtrs_rs_call_link_ev(ops.cast(), ev as c_int) };
+        self.link_ev.call(ev as c_int);
     }
 }
 
@@ -595,29 +587,24 @@ impl Sess {
     pub(crate) fn request(
         &self,
         read: bool,
-        ops: &RtrsCltReqOps,
+        conf: Confirm,
         permit: &RtrsPermit,
-        usr: &[Kvec],
+        usr: Kvecs<'_>,
         data_len: usize,
-        sg: *mut bindings::scatterlist,
-        sg_cnt: u32,
+        sg: SgList,
     ) -> Result {
         if self.permits.index_of(permit).is_none() {
             return Err(EINVAL);
         }
-        let mut usr_len = 0usize;
-        for v in usr {
-            usr_len = usr_len.checked_add(v.iov_len).ok_or(emsgsize())?;
-        }
+        let usr = UsrHdr::Kvecs(usr);
+        let usr_len = usr.len().ok_or(emsgsize())?;
         let r = ReqDesc {
             read,
-            conf: ops.conf_fn,
-            priv_: ops.priv_,
+            conf,
             usr,
             usr_len,
             data_len,
             sg,
-            sg_cnt,
             con_type: permit.con_type,
             cpu_id: permit.cpu_id,
             mem_id: permit.mem_id,
@@ -629,7 +616,7 @@ impl Sess {
     /// offers the request to the CONNECTED paths in the policy's order, each
     /// at most once, until one posts it. Never sleeps.
     fn issue(&self, r: &ReqDesc<'_>, failover: bool) -> Result {
-        let sg_cnt = usize::try_from(r.sg_cnt).unwrap_or(usize::MAX);
+        let sg_cnt = usize::try_from(r.sg.nents()).unwrap_or(usize::MAX);
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
         let guard = RcuGuard::new();
         // The policies read the live list, one path at a time, as C does.

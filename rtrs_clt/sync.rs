@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A `struct completion` wrapper (6.12's kernel crate has none), RCU read
-//! sections, an RCU-published box and an RCU-published array.
+//! sections, an RCU-published box, an RCU-published array, and the cell
+//! that hands a request slot between submitter and completion.
 //!
 //! `complete` may be called from any context, including softirq CQE
 //! callbacks; the waits sleep and are for process context only.
 
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
@@ -388,5 +390,93 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
             }
         }
         v
+    }
+}
+
+/// Data of a request slot, handed between its submitter and its completion
+/// by an atomic state instead of a lock (submission may run in atomic
+/// context and completion in softirq): whoever moved the state to OWNED
+/// has the data alone until it gives it up.
+///
+/// # Invariants
+///
+/// `v` is accessed only through a [`SlotMut`], of which at most one exists
+/// at a time: one is created only by moving `state` to `OWNED`, and it
+/// moves `state` away from `OWNED` when it goes.
+pub(crate) struct SlotCell<T> {
+    state: AtomicU8,
+    v: UnsafeCell<T>,
+}
+
+const SLOT_FREE: u8 = 0;
+const SLOT_OWNED: u8 = 1;
+const SLOT_POSTED: u8 = 2;
+
+// SAFETY: `T` moves between threads with the ownership of the slot.
+unsafe impl<T: Send> Send for SlotCell<T> {}
+// SAFETY: Only one thread at a time has `&mut T` (type invariant), handed
+// over with acquire/release on `state`.
+unsafe impl<T: Send> Sync for SlotCell<T> {}
+
+impl<T> SlotCell<T> {
+    /// A free slot holding `v`.
+    pub(crate) const fn new(v: T) -> Self {
+        Self {
+            state: AtomicU8::new(SLOT_FREE),
+            v: UnsafeCell::new(v),
+        }
+    }
+
+    fn take(&self, from: u8) -> Option<SlotMut<'_, T>> {
+        self.state
+            .compare_exchange(from, SLOT_OWNED, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| SlotMut { c: self })
+    }
+
+    /// A free slot, for a new request (submission).
+    pub(crate) fn take_free(&self) -> Option<SlotMut<'_, T>> {
+        self.take(SLOT_FREE)
+    }
+
+    /// A posted slot, for its completion (or failover after the drain).
+    pub(crate) fn take_posted(&self) -> Option<SlotMut<'_, T>> {
+        self.take(SLOT_POSTED)
+    }
+}
+
+/// The owner of a [`SlotCell`]'s data. Dropping it frees the slot.
+pub(crate) struct SlotMut<'a, T> {
+    c: &'a SlotCell<T>,
+}
+
+impl<T> SlotMut<'_, T> {
+    /// Gives the slot to the completion of the request about to be posted
+    /// (call it before posting: the completion may run at once).
+    pub(crate) fn post(self) {
+        let c = self.c;
+        core::mem::forget(self);
+        c.state.store(SLOT_POSTED, Ordering::Release);
+    }
+}
+
+impl<T> Drop for SlotMut<'_, T> {
+    fn drop(&mut self) {
+        self.c.state.store(SLOT_FREE, Ordering::Release);
+    }
+}
+
+impl<T> Deref for SlotMut<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: We own the slot (type invariant of `SlotCell`).
+        unsafe { &*self.c.v.get() }
+    }
+}
+
+impl<T> DerefMut for SlotMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: As above, and `&mut self` is unique.
+        unsafe { &mut *self.c.v.get() }
     }
 }

@@ -12,6 +12,7 @@ use core::pin::Pin;
 use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
+use kernel::ffi::c_int;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -479,6 +480,150 @@ impl Drop for Cq {
 }
 
 // ---------------------------------------------------------------------------
+// A caller's scatterlist and the fast-registration MR
+// ---------------------------------------------------------------------------
+
+/// The scatterlist of a request (`struct scatterlist *` and its entries).
+///
+/// # Invariants
+///
+/// `sg` points to `nents` entries that stay valid, and are DMA-mapped by
+/// nobody else, until the request is confirmed (rtrs.h's contract for
+/// `rtrs_clt_request`); `nents` is 0 for a request without data.
+#[derive(Clone, Copy)]
+pub(crate) struct SgList {
+    sg: *mut bindings::scatterlist,
+    nents: u32,
+}
+
+impl SgList {
+    /// No data.
+    pub(crate) const EMPTY: Self = Self {
+        sg: core::ptr::null_mut(),
+        nents: 0,
+    };
+
+    /// # Safety
+    ///
+    /// As the type invariant: `sg` has `nents` entries, valid and not
+    /// mapped elsewhere until the request is confirmed.
+    pub(crate) unsafe fn new(sg: *mut bindings::scatterlist, nents: u32) -> Self {
+        if sg.is_null() {
+            return Self::EMPTY;
+        }
+        Self { sg, nents }
+    }
+
+    /// The number of entries.
+    pub(crate) fn nents(&self) -> u32 {
+        self.nents
+    }
+
+    /// `ib_dma_map_sg`: `None` if there is nothing to map or it failed.
+    pub(crate) fn dma_map(
+        &self,
+        dev: &DevRef,
+        dir: bindings::dma_data_direction,
+    ) -> Option<MappedSg> {
+        let n = c_int::try_from(self.nents).ok().filter(|&n| n > 0)?;
+        // SAFETY: By the type invariant the list has `n` valid entries; the
+        // device is registered (`dev`).
+        let count = unsafe { bindings::rtrs_rs_ib_dma_map_sg(dev.ib_dev(), self.sg, n, dir) };
+        (count > 0).then_some(MappedSg {
+            sg: *self,
+            count,
+            dir,
+        })
+    }
+}
+
+/// An [`SgList`] mapped for DMA with `count` mapped entries.
+#[derive(Clone, Copy)]
+pub(crate) struct MappedSg {
+    sg: SgList,
+    count: c_int,
+    dir: bindings::dma_data_direction,
+}
+
+impl MappedSg {
+    /// The number of mapped entries (what `Mr::map_sg` must map).
+    pub(crate) fn count(&self) -> c_int {
+        self.count
+    }
+
+    /// `ib_dma_unmap_sg` on the device it was mapped on.
+    pub(crate) fn unmap(self, dev: &DevRef) {
+        let n = c_int::try_from(self.sg.nents).unwrap_or(0);
+        // SAFETY: Mapped by `SgList::dma_map` with these arguments; the
+        // list is valid until confirmed (`SgList` invariant).
+        unsafe { bindings::rtrs_rs_ib_dma_unmap_sg(dev.ib_dev(), self.sg.sg, n, self.dir) };
+    }
+}
+
+/// A fast-registration MR (`ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, pages)`),
+/// deregistered on drop.
+///
+/// # Invariants
+///
+/// `mr` is live until drop; its PD is kept by whoever owns the `Mr` (a
+/// path's `IoCtx` keeps its `DevRef`).
+pub(crate) struct Mr {
+    mr: NonNull<bindings::ib_mr>,
+}
+
+// SAFETY: An MR may be used and deregistered from any thread; it is changed
+// only through `&mut self`.
+unsafe impl Send for Mr {}
+// SAFETY: As above; `&self` only reads it.
+unsafe impl Sync for Mr {}
+
+impl Mr {
+    /// `ib_alloc_mr` on the PD of `dev`.
+    pub(crate) fn alloc(dev: &DevRef, max_pages: u32) -> Result<Self> {
+        // SAFETY: The PD is live (`dev`).
+        let mr = from_err_ptr(unsafe {
+            bindings::ib_alloc_mr(dev.pd(), bindings::ib_mr_type_IB_MR_TYPE_MEM_REG, max_pages)
+        })?;
+        Ok(Self {
+            mr: NonNull::new(mr).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// The `struct ib_mr` (iova, length, lkey, rkey).
+    pub(crate) fn get(&self) -> &bindings::ib_mr {
+        // SAFETY: By the type invariant the MR is live; it changes only
+        // through `&mut self`.
+        unsafe { self.mr.as_ref() }
+    }
+
+    /// For an IB_WR_REG_MR work request.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_mr {
+        self.mr.as_ptr()
+    }
+
+    /// `ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)`, then a new key
+    /// (`ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey))`). Returns the
+    /// number of entries mapped (or C's negative errno).
+    pub(crate) fn map_sg(&mut self, sg: &MappedSg) -> c_int {
+        // SAFETY: The MR is live and ours (`&mut self`); `sg` is mapped.
+        let nr = unsafe { bindings::rtrs_rs_ib_map_mr_sg_4k(self.mr.as_ptr(), sg.sg.sg, sg.count) };
+        if nr == sg.count {
+            // SAFETY: As above.
+            unsafe { bindings::rtrs_rs_ib_inc_fast_reg_key(self.mr.as_ptr()) };
+        }
+        nr
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant; no posted request uses it (its
+        // owner drains the QPs first).
+        unsafe { bindings::rtrs_rs_ib_dereg_mr(self.mr.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Information units
 // ---------------------------------------------------------------------------
 
@@ -508,8 +653,6 @@ pub(crate) trait IuDone {
 pub(crate) struct Iu<D: IuDone> {
     cqe: Opaque<bindings::ib_cqe>,
     buf: KVec<u8>,
-    /// `buf`'s heap pointer, taken mutably at allocation, for `buf_mut`.
-    buf_ptr: *mut u8,
     dma_addr: u64,
     size: usize,
     dir: bindings::dma_data_direction,
@@ -553,7 +696,6 @@ impl<D: IuDone> Iu<D> {
             cqe: Opaque::new(bindings::ib_cqe {
                 done: Some(first_cqe_done::<Self>),
             }),
-            buf_ptr: buf.as_mut_ptr(),
             buf,
             dma_addr,
             size,
@@ -655,18 +797,16 @@ impl<D: IuDone> Iu<D> {
         self.sync_for_device_len(self.size);
     }
 
-    /// The buffer, writable, for an IU that is not posted.
-    ///
-    /// # Safety
-    ///
-    /// The caller must be the IU's only user for the life of the slice: no
-    /// other reference to its contents and no posted request using it.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn buf_mut(&self) -> &mut [u8] {
-        // SAFETY: `buf_ptr` points to `size` initialised bytes owned by
-        // `buf`, taken from a mutable borrow; the caller guarantees
-        // exclusivity.
-        unsafe { core::slice::from_raw_parts_mut(self.buf_ptr, self.size) }
+    /// The buffer, writable (no DMA sync: see `sync_for_device_len`). The
+    /// IU must not be posted.
+    pub(crate) fn buf_mut(self: Pin<&mut Self>) -> &mut [u8] {
+        // SAFETY: Only `buf`'s contents change; nothing is moved out.
+        unsafe { &mut self.get_unchecked_mut().buf }
+    }
+
+    /// The buffer as the CPU last wrote it (no DMA sync).
+    pub(crate) fn buf(&self) -> &[u8] {
+        &self.buf
     }
 }
 
