@@ -6,6 +6,7 @@
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 use kernel::str::BStr;
+use kernel::sync::Arc;
 
 use crate::abi::{
     Confirm, Kvec, Kvecs, LinkEvCb, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit,
@@ -67,7 +68,7 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
         max_reconnect_attempts,
         nr_poll_queues,
     ) {
-        Ok(s) => KBox::into_raw(s),
+        Ok(s) => s.cast_mut(),
         Err(e) => {
             pr_err!(
                 "{}: rtrs_clt_open failed: {}\n",
@@ -90,8 +91,8 @@ pub(crate) unsafe extern "C" fn rtrs_clt_close(clt: *mut Sess) {
         return;
     }
     // SAFETY: By the function's contract.
-    let s = unsafe { KBox::from_raw(clt) };
-    s.close();
+    let s = unsafe { Arc::from_raw(clt) };
+    Sess::close(s);
 }
 
 /// `rtrs_clt_get_permit`.

@@ -15,7 +15,6 @@
 //! and before `Con::con_mutex`).
 
 use core::pin::Pin;
-use core::sync::atomic::{AtomicPtr, Ordering};
 
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -54,8 +53,7 @@ pub(crate) trait PathOwner: Sync {
 /// # Invariants
 ///
 /// A published `cur` was made from `self.shared` (by `init_path`) and is
-/// taken out only by `stop_and_destroy_conns`. `sess` is null or the boxed
-/// session that owns this path (and outlives it).
+/// taken out only by `stop_and_destroy_conns`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct SessPath<O: PathOwner> {
     /// `reconnect_dwork` (`err_recovery_work` and `close_work` are in
@@ -66,20 +64,17 @@ pub(crate) struct SessPath<O: PathOwner> {
     shared: Arc<PathShared>,
     /// The connected `PathConns`, for IO under RCU; empty while down.
     cur: RcuBox<PathConns>,
-    /// The session, once it exists (set by `Sess::open`).
-    sess: AtomicPtr<O>,
+    /// The session (`path->clt`). It holds its paths until it closes,
+    /// which drops them and so these references.
+    sess: Arc<O>,
     /// `reconnect_delay_sec` of the session.
     reconnect_delay_sec: u32,
-    /// The session's `max_reconnect_attempts` (user value) as open was
-    /// given it, for the time before the session is linked.
-    open_max_reconnect_attempts: i32,
     /// `init_mutex`.
     #[pin]
     init: Mutex<()>,
 }
 
-// SAFETY: `cur` and `sess` follow the type invariant; the rest is
-// `Send`/`Sync`.
+// SAFETY: `cur` follows the type invariant; the rest is `Send`/`Sync`.
 unsafe impl<O: PathOwner> Send for SessPath<O> {}
 // SAFETY: As above.
 unsafe impl<O: PathOwner> Sync for SessPath<O> {}
@@ -134,8 +129,8 @@ impl<O: PathOwner> SessPath<O> {
     pub(crate) fn new(
         args: &PathArgs<'_>,
         wq: *mut bindings::workqueue_struct,
+        sess: Arc<O>,
         reconnect_delay_sec: u32,
-        max_reconnect_attempts: i32,
     ) -> Result<Pin<KBox<Self>>> {
         KBox::pin_init(
             try_pin_init!(&this in SessPath::<O> {
@@ -146,9 +141,8 @@ impl<O: PathOwner> SessPath<O> {
                 // cancelling the works) before the fields go.
                 shared: unsafe { PathShared::new(args, this.as_ptr().cast_const(), wq) }?,
                 cur: RcuBox::empty(),
-                sess: AtomicPtr::new(core::ptr::null_mut()),
+                sess,
                 reconnect_delay_sec,
-                open_max_reconnect_attempts: max_reconnect_attempts,
                 init <- new_mutex!((), "rtrs_rs_init_mutex"),
                 // SAFETY: As above.
                 reconnect: unsafe {
@@ -159,21 +153,14 @@ impl<O: PathOwner> SessPath<O> {
         )
     }
 
+    /// The session.
+    pub(crate) fn sess(&self) -> &Arc<O> {
+        &self.sess
+    }
+
     /// What survives reconnects.
     pub(crate) fn shared(&self) -> &PathShared {
         &self.shared
-    }
-
-    /// The session, once linked.
-    pub(crate) fn sess(&self) -> Option<&O> {
-        // SAFETY: `sess` is null or the live session owning us.
-        unsafe { self.sess.load(Ordering::Acquire).as_ref() }
-    }
-
-    /// Links the path to its session, once the session exists. The caller
-    /// holds the path's `link` lock (see `path_up`).
-    pub(crate) fn set_sess(&self, sess: *const O) {
-        self.sess.store(sess.cast_mut(), Ordering::Release);
     }
 
     /// The connected `PathConns` while `guard` is held, if it is published.
@@ -215,38 +202,15 @@ impl<O: PathOwner> SessPath<O> {
         Ok(())
     }
 
-    /// `rtrs_clt_path_up`. Before the session is linked the path only
-    /// marks itself established; `Sess::open` links each path under its
-    /// `link` lock and counts it if established, and the session pointer is
-    /// checked again under that lock here, so a path is never missed.
+    /// `rtrs_clt_path_up` (the session sends no event while it opens).
     fn path_up(&self) {
-        loop {
-            if let Some(sess) = self.sess() {
-                sess.path_up(&self.shared.link);
-                break;
-            }
-            let mut link = self.shared.link.lock();
-            if self.sess().is_none() {
-                path_state::path_up_unlinked(&mut link);
-                break;
-            }
-        }
+        self.sess.path_up(&self.shared.link);
         self.shared.stats.inc_reconnect(true);
     }
 
-    /// `rtrs_clt_path_down` (the session pointer checked as in `path_up`).
+    /// `rtrs_clt_path_down`.
     fn path_down(&self) {
-        loop {
-            if let Some(sess) = self.sess() {
-                sess.path_down(&self.shared.link);
-                return;
-            }
-            let mut link = self.shared.link.lock();
-            if self.sess().is_none() {
-                link.established = false;
-                return;
-            }
-        }
+        self.sess.path_down(&self.shared.link);
     }
 
     /// `rtrs_clt_stop_and_destroy_conns`. Process context.
@@ -265,10 +229,8 @@ impl<O: PathOwner> SessPath<O> {
     /// `fail_all_outstanding_reqs`: each request still in flight is failed
     /// over to another path, or confirmed with the error.
     fn fail_all_outstanding_reqs(&self, io: &IoCtx) {
-        let sess = self.sess();
-        io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| match sess {
-            Some(s) => s.failover_req(fr),
-            None => Err(crate::error::econnaborted()),
+        io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| {
+            self.sess.failover_req(fr)
         });
     }
 
@@ -298,11 +260,9 @@ impl<O: PathOwner> SessPath<O> {
         }
     }
 
-    /// The session's `max_reconnect_attempts`, or open's until it is linked.
+    /// The session's `max_reconnect_attempts`.
     fn max_reconnect_attempts(&self) -> i32 {
-        self.sess().map_or(self.open_max_reconnect_attempts, |s| {
-            s.max_reconnect_attempts()
-        })
+        self.sess.max_reconnect_attempts()
     }
 
     /// `rtrs_clt_close_conns`: CLOSING, then the close work; with `wait`,

@@ -20,7 +20,7 @@ use kernel::sync::{Arc, LockedBy, Mutex};
 use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr, RTRS_IO_CON};
 use crate::addr::{from_rtrs_sockaddr, to_rtrs_sockaddr};
 use crate::bindings;
-use crate::clt::{PathArgs, PathInfo, RtrsCltState};
+use crate::clt::{PathArgs, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize};
 use crate::io::ReqDesc;
 use crate::kobj::{PathKobj, SessDev};
@@ -38,7 +38,7 @@ use crate::rtrs_core::policy::{
 };
 use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::sysfs_fmt;
-use crate::sync::{RcuArray, RcuBox, RcuGuard};
+use crate::sync::{OnceBox, RcuArray, RcuBox, RcuGuard};
 use crate::verbs::{DevPool, SgList};
 
 /// A path of a session.
@@ -131,7 +131,8 @@ impl PathViews for LiveViews<'_> {
     }
 }
 
-/// `struct rtrs_clt_sess`: what rnbd holds as `struct rtrs_clt_sess *`.
+/// `struct rtrs_clt_sess`: what rnbd holds as `struct rtrs_clt_sess *`
+/// (from `Arc::into_raw`; its paths hold it too, until close).
 ///
 /// IO walks the path list and reaches each path's connections under RCU
 /// (see `RcuArray` and `crate::path`).
@@ -150,10 +151,8 @@ pub(crate) struct Sess {
     reconnect_delay_sec: u32,
     /// `paths_uuid`: the session's id on the server.
     paths_uuid: [u8; 16],
-    queue_depth: u32,
-    max_io_size: u32,
-    max_segments: u32,
-    permits: Permits,
+    /// What the paths of open told, set before open returns.
+    limits: OnceBox<SessLimits>,
     /// The caller's `link_ev` (from `rtrs_clt_ops`).
     link_ev: LinkEvCb,
     /// `paths_up` (rtrs_core's count) under `paths_ev_mutex`.
@@ -165,16 +164,29 @@ pub(crate) struct Sess {
     /// Round-robin cursor per CPU id (`pcpu_path`): the index of the last
     /// path used from that CPU, `usize::MAX` for none.
     rr_cursor: KVec<AtomicUsize>,
-    dev: Option<SessDev>,
+    /// The sysfs device; deleted by `close`, destroyed with the session.
+    dev: SessDev,
 }
 
-// SAFETY: `ops` holds the caller's private pointer and callback, which rnbd
-// allows from any context; the rest is `Send`/`Sync`.
+/// The session's limits, from the paths of `rtrs_clt_open`: the permits
+/// (which own `queue_depth`), `max_io_size` and `max_segments`.
+struct SessLimits {
+    permits: Permits,
+    max_io_size: u32,
+    max_segments: u32,
+}
+
+// SAFETY: `dev` is the session's sysfs device, used from any thread in
+// process context; the rest is `Send`/`Sync`.
 unsafe impl Send for Sess {}
 // SAFETY: As above.
 unsafe impl Sync for Sess {}
 
 impl Sess {
+    /// `rtrs_clt_open`: the session first (so that its paths can count
+    /// themselves up, without link events until it has opened), then each
+    /// path connected in turn, then the permits. Returns the handle rnbd
+    /// keeps until `close` (`Arc::into_raw`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
         link_ev: LinkEvCb,
@@ -185,7 +197,7 @@ impl Sess {
         reconnect_delay_sec: u8,
         max_reconnect_attempts: i16,
         nr_poll_queues: u32,
-    ) -> Result<KBox<Self>> {
+    ) -> Result<*const Sess> {
         if check_sessname(pathname.as_bytes()).is_err() || pathname.as_bytes().len() >= NAME_MAX {
             pr_err!("pathname cannot contain / and .\n");
             return Err(EINVAL);
@@ -196,160 +208,110 @@ impl Sess {
         }
         let g = globals().ok_or(ENODEV)?;
         let sessname = CString::try_from_fmt(fmt!("{}", pathname))?;
-        let dev = SessDev::new(g.class, &sessname)?;
-        let paths_uuid = uuid_gen();
-        let list = KBox::pin_init(
-            RcuArray::new(
-                MAX_PATHS_NUM as usize,
-                new_mutex!(false, "rtrs_rs_paths_mutex"),
-            )?,
-            GFP_KERNEL,
-        )?;
-        let mut entries: KVec<Arc<PathEntry>> = KVec::with_capacity(paths.len(), GFP_KERNEL)?;
-        let mut queue_depth = 0u32;
-        let mut max_io_size = 0u32;
-        let mut max_segments = RTRS_MAX_SEGMENTS;
-        let mut res = Ok(());
-        for (i, a) in paths.iter().enumerate() {
-            let r = Self::open_path(
-                &g,
-                &sessname,
-                &dev,
-                list.writer(),
-                a,
-                paths_uuid,
-                i == 0,
-                nr_poll_queues,
-                u32::from(reconnect_delay_sec),
-                i32::from(max_reconnect_attempts),
-            )
-            .and_then(|(e, info)| {
-                queue_depth = info.queue_depth;
-                if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size) {
-                    max_io_size = info.max_io_size;
-                }
-                max_segments = max_segments.min(info.max_pages_per_mr);
-                entries.push(Arc::new(e, GFP_KERNEL)?, GFP_KERNEL)?;
-                Ok(())
-            });
-            if let Err(e) = r {
-                res = Err(e);
-                break;
-            }
+        let mut rr_cursor = KVec::with_capacity(nr_cpu_ids() as usize, GFP_KERNEL)?;
+        for _ in 0..nr_cpu_ids() {
+            rr_cursor.push(AtomicUsize::new(usize::MAX), GFP_KERNEL)?;
         }
-        let res = res.and_then(|()| {
-            let mut rr = KVec::with_capacity(nr_cpu_ids() as usize, GFP_KERNEL)?;
-            for _ in 0..nr_cpu_ids() {
-                rr.push(AtomicUsize::new(usize::MAX), GFP_KERNEL)?;
-            }
-            let ev = KBox::pin_init(
-                new_mutex!(RtrsCltPathsUp::default(), "rtrs_rs_paths_ev_mutex"),
-                GFP_KERNEL,
-            )?;
-            Ok((Permits::new(queue_depth, pdu_sz)?, rr, ev))
-        });
-        let (permits, rr_cursor, paths_ev) = match res {
-            Ok(v) => v,
-            Err(e) => {
-                Self::close_paths(&mut entries, list.writer());
-                drop(dev);
-                return Err(e);
-            }
-        };
-        {
-            let mut w = list.lock();
-            for e in entries {
-                // Cannot fail: `entries` has at most MAX_PATHS_NUM paths.
-                let _ = w.push(e);
-            }
-        }
-        let sess = KBox::new(
+        let sess = Arc::new(
             Sess {
+                dev: SessDev::new(g.class, &sessname)?,
                 sessname,
-                paths: list,
+                paths: KBox::pin_init(
+                    RcuArray::new(
+                        MAX_PATHS_NUM as usize,
+                        new_mutex!(false, "rtrs_rs_paths_mutex"),
+                    )?,
+                    GFP_KERNEL,
+                )?,
                 port,
                 reconnect_delay_sec: u32::from(reconnect_delay_sec),
-                paths_uuid,
-                queue_depth,
-                max_io_size,
-                max_segments,
-                permits,
+                paths_uuid: uuid_gen(),
+                limits: OnceBox::empty(),
                 link_ev,
-                paths_ev,
+                paths_ev: KBox::pin_init(
+                    new_mutex!(RtrsCltPathsUp::opening(), "rtrs_rs_paths_ev_mutex"),
+                    GFP_KERNEL,
+                )?,
                 mp_policy: AtomicI32::new(MpPolicy::MinInflight.as_raw()),
                 max_reconnect_attempts: AtomicI32::new(i32::from(max_reconnect_attempts)),
                 rr_cursor,
-                dev: Some(dev),
             },
             GFP_KERNEL,
-        );
-        // On ENOMEM the paths (in the `RcuArray`) are dropped, each closing
-        // itself (see `SessPath`'s drop).
-        let sess = sess?;
-        let p: *const Sess = &*sess;
-        {
-            // Each path is linked under its `link` lock and counted if it is
-            // established then (see `SessPath::path_up`); from here on
-            // `path_up`/`path_down` keep the count.
-            // `link` sleeps: the list is held by `paths_mutex`, not RCU.
-            let held = sess.paths.lock();
-            let mut up = sess.paths_ev.lock();
-            for e in held.iter() {
-                let link = e.sp.shared().link.lock();
-                e.sp.set_sess(p);
-                up.link_path(&link);
-            }
+        )?;
+        if let Err(e) = sess.open_paths(&g, paths, pdu_sz, nr_poll_queues) {
+            sess.shut();
+            return Err(e);
         }
-        if let Some(d) = sess.dev.as_ref() {
-            // SAFETY: The boxed session outlives its device's files
-            // (`close` deletes the device first).
-            unsafe { d.set_sess(p.cast()) };
+        sess.paths_ev.lock().opened();
+        if let Some(l) = sess.limits.get() {
+            pr_info!(
+                "{}: session opened: paths={} queue_depth={} max_io_size={} max_segments={}\n",
+                &*sess.sessname,
+                paths.len(),
+                l.permits.queue_depth(),
+                l.max_io_size,
+                l.max_segments
+            );
         }
-        pr_info!(
-            "{}: session opened: paths={} queue_depth={} max_io_size={} max_segments={}\n",
-            &*sess.sessname,
-            paths.len(),
-            sess.queue_depth,
-            sess.max_io_size,
-            sess.max_segments
-        );
-        Ok(sess)
+        let raw = Arc::into_raw(sess);
+        // SAFETY: `raw` is the handle rnbd keeps until `close`, which
+        // deletes the device (and so its files) first; the files turn it
+        // back into an `ArcBorrow`.
+        unsafe { (*raw).dev.set_sess(raw.cast()) };
+        Ok(raw)
     }
 
-    /// `alloc_path` + `init_path` + `rtrs_clt_create_path_files` for one path.
-    #[allow(clippy::too_many_arguments)]
-    fn open_path(
+    /// The paths of open, each connected and listed, then the limits.
+    fn open_paths(
+        self: &Arc<Self>,
         g: &Globals,
-        sessname: &CStr,
-        dev: &SessDev,
-        paths_mutex: &Mutex<bool>,
-        a: &PathAddr<'_>,
-        paths_uuid: [u8; 16],
-        first: bool,
+        paths: &[PathAddr<'_>],
+        pdu_sz: usize,
         nr_poll_queues: u32,
-        reconnect_delay_sec: u32,
-        max_reconnect_attempts: i32,
-    ) -> Result<(PathEntry, PathInfo)> {
-        let dst = a.dst.ok_or(EINVAL)?;
-        let src = a.src.copied().unwrap_or_default();
-        let args = PathArgs {
-            pool: &g.pool,
-            sessname,
-            src: &src,
-            dst,
-            paths_uuid,
-            for_new_clt: first,
-            nr_poll_queues,
-        };
-        let sp = SessPath::new(&args, g.wq, reconnect_delay_sec, max_reconnect_attempts)?;
-        sp.init_path()?;
-        let info = sp.shared().info().ok_or(EINVAL)?;
-        let kobj = Self::create_path_files(dev, &sp)?;
-        let e = PathEntry {
-            kobj: LockedBy::new(paths_mutex, Some(kobj)),
-            sp,
-        };
-        Ok((e, info))
+    ) -> Result {
+        let mut queue_depth = 0u32;
+        let mut max_io_size = 0u32;
+        let mut max_segments = RTRS_MAX_SEGMENTS;
+        for (i, a) in paths.iter().enumerate() {
+            let dst = a.dst.ok_or(EINVAL)?;
+            let src = a.src.copied().unwrap_or_default();
+            let args = PathArgs {
+                pool: &g.pool,
+                sessname: &self.sessname,
+                src: &src,
+                dst,
+                paths_uuid: self.paths_uuid,
+                for_new_clt: i == 0,
+                nr_poll_queues,
+            };
+            let sp = SessPath::new(&args, g.wq, self.clone(), self.reconnect_delay_sec)?;
+            sp.init_path()?;
+            let info = sp.shared().info().ok_or(EINVAL)?;
+            let kobj = Self::create_path_files(&self.dev, &sp)?;
+            let e = Arc::new(
+                PathEntry {
+                    kobj: LockedBy::new(self.paths.writer(), Some(kobj)),
+                    sp,
+                },
+                GFP_KERNEL,
+            )?;
+            // Cannot fail: open takes at most MAX_PATHS_NUM paths.
+            let _ = self.paths.lock().push(e);
+            queue_depth = info.queue_depth;
+            if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size) {
+                max_io_size = info.max_io_size;
+            }
+            max_segments = max_segments.min(info.max_pages_per_mr);
+        }
+        let limits = KBox::new(
+            SessLimits {
+                permits: Permits::new(queue_depth, pdu_sz)?,
+                max_io_size,
+                max_segments,
+            },
+            GFP_KERNEL,
+        )?;
+        self.limits.set(limits).map_err(|_| EINVAL)
     }
 
     /// Each path: connections closed (`rtrs_clt_close_conns(path, true)`),
@@ -363,22 +325,27 @@ impl Sess {
         *entries = KVec::new();
     }
 
-    pub(crate) fn close(mut self: KBox<Self>) {
-        // Sysfs first, as C: a running add_path (or a path's reconnect)
-        // finishes before the paths are taken, and none starts after.
-        if let Some(d) = self.dev.as_ref() {
-            d.del();
-        }
+    /// Sysfs first, as C: a running add_path (or a path's reconnect)
+    /// finishes before the paths are taken, and none starts after. Then the
+    /// paths go, and with them their references to the session.
+    fn shut(&self) {
+        self.dev.del();
         // free_permits' wait: no request may be in flight below.
-        self.permits.wait_all_free();
+        if let Some(l) = self.limits.get() {
+            l.permits.wait_all_free();
+        }
         let mut entries = {
             let mut closing = self.paths.lock();
             *closing = true;
             closing.take_all()
         };
         Self::close_paths(&mut entries, self.paths.writer());
-        drop(self.dev.take());
-        pr_info!("{}: session closed\n", &*self.sessname);
+    }
+
+    /// `rtrs_clt_close`: `this` is the handle from `open`.
+    pub(crate) fn close(this: Arc<Self>) {
+        this.shut();
+        pr_info!("{}: session closed\n", &*this.sessname);
     }
 
     fn link_ev(&self, ev: RtrsCltLinkEv) {
@@ -432,9 +399,9 @@ impl Sess {
     /// `rtrs_clt_create_path_from_sysfs`: a new path (no poll queues), in
     /// the list before it connects (IO skips it until CONNECTED), with its
     /// directory once it is up.
-    pub(crate) fn add_path(&self, addr: &sysfs_fmt::RtrsAddr) -> Result {
+    pub(crate) fn add_path(self: &Arc<Self>, addr: &sysfs_fmt::RtrsAddr) -> Result {
         let g = globals().ok_or(ENODEV)?;
-        let dev = self.dev.as_ref().ok_or(ENODEV)?;
+        let dev = &self.dev;
         let src = addr
             .src
             .as_ref()
@@ -456,13 +423,7 @@ impl Sess {
                 for_new_clt: self.paths.len() == 0,
                 nr_poll_queues: 0,
             };
-            let sp = SessPath::new(
-                &args,
-                g.wq,
-                self.reconnect_delay_sec,
-                self.max_reconnect_attempts(),
-            )?;
-            sp.set_sess(self);
+            let sp = SessPath::new(&args, g.wq, self.clone(), self.reconnect_delay_sec)?;
             let e = Arc::new(
                 PathEntry {
                     kobj: LockedBy::new(self.paths.writer(), None),
@@ -515,7 +476,15 @@ impl Sess {
     /// `rtrs_clt_remove_path_from_sysfs`: closes the path, marks it DEAD,
     /// unlinks it and removes its directory (from within the store of its
     /// own `attr`), then frees it.
-    pub(crate) fn remove_path(&self, sp: &SessPath, attr: *const c_void) -> Result {
+    ///
+    /// `sp` only names the path (it is freed here): this holds its own
+    /// reference to the entry while it works.
+    pub(crate) fn remove_path(&self, sp: *const SessPath, attr: *const c_void) -> Result {
+        // Not listed: removed already (DEAD), as C's second remove finds it.
+        let Some(entry) = self.paths.lock().find(|e| core::ptr::eq(&*e.sp, sp)) else {
+            return Ok(());
+        };
+        let sp = &entry.sp;
         let changed = loop {
             sp.close_conns(true);
             let (changed, old) = sp.shared().change_state_get_old(RtrsCltState::Dead);
@@ -531,7 +500,7 @@ impl Sess {
             if *closing {
                 None
             } else {
-                let r = closing.remove(|e| core::ptr::eq(&*e.sp, sp));
+                let r = closing.remove(|e| core::ptr::eq(e, &*entry));
                 r.map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
             }
         };
@@ -542,6 +511,7 @@ impl Sess {
             }
             drop(e);
         }
+        drop(entry);
         Ok(())
     }
 
@@ -593,7 +563,7 @@ impl Sess {
         data_len: usize,
         sg: SgList,
     ) -> Result {
-        if self.permits.index_of(permit).is_none() {
+        if self.permits().and_then(|p| p.index_of(permit)).is_none() {
             return Err(EINVAL);
         }
         let usr = UsrHdr::Kvecs(usr);
@@ -718,18 +688,27 @@ impl PathOwner for Sess {
 impl Sess {
     /// `rtrs_clt_get_permit`: with `wait`, sleeps until one is free.
     pub(crate) fn get_permit(&self, con_type: u32, wait: bool) -> *mut RtrsPermit {
+        let Some(p) = self.permits() else {
+            return core::ptr::null_mut();
+        };
         if wait {
-            self.permits.get_wait(con_type)
+            p.get_wait(con_type)
         } else {
-            self.permits
-                .try_get(con_type)
-                .unwrap_or(core::ptr::null_mut())
+            p.try_get(con_type).unwrap_or(core::ptr::null_mut())
         }
+    }
+
+    /// The permits (set by open before rnbd gets the session).
+    fn permits(&self) -> Option<&Permits> {
+        self.limits.get().map(|l| &l.permits)
     }
 
     /// `rtrs_clt_put_permit`.
     pub(crate) fn put_permit(&self, permit: *const RtrsPermit) {
-        match self.permits.put(permit) {
+        let Some(p) = self.permits() else {
+            return;
+        };
+        match p.put(permit) {
             Ok(()) => {}
             Err(PutError::Foreign) => pr_warn!("{}: put of a foreign permit\n", &*self.sessname),
             Err(PutError::NotInUse) => pr_warn!("{}: put of a free permit\n", &*self.sessname),
@@ -768,12 +747,13 @@ impl Sess {
         if !self.is_connected() {
             return Err(ecomm());
         }
-        attr.queue_depth = self.queue_depth;
-        attr.max_segments = self.max_segments;
-        let seg = self.max_segments.saturating_mul(4096);
+        let l = self.limits.get().ok_or(ecomm())?;
+        attr.queue_depth = l.permits.queue_depth();
+        attr.max_segments = l.max_segments;
+        let seg = l.max_segments.saturating_mul(4096);
         // min_t(int, ...) of C.
         attr.max_io_size = core::cmp::min(
-            i32::try_from(self.max_io_size).unwrap_or(i32::MAX),
+            i32::try_from(l.max_io_size).unwrap_or(i32::MAX),
             i32::try_from(seg).unwrap_or(i32::MAX),
         )
         .max(0) as u32;

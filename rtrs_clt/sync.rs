@@ -15,7 +15,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, ArcBorrow, Mutex};
 use kernel::time::msecs_to_jiffies;
 use kernel::types::Opaque;
 
@@ -332,6 +332,19 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
         })
     }
 
+    /// A reference to the first entry for which `is` holds.
+    pub(crate) fn find(&self, is: impl Fn(&T) -> bool) -> Option<Arc<T>> {
+        let a = self.a;
+        (0..a.len()).find_map(|i| {
+            let p = a.slots.get(i)?.load(Ordering::Acquire);
+            // SAFETY: By the type invariant a listed slot holds a pointer
+            // from `Arc::into_raw` whose reference it owns, and entries
+            // leave only under the writers' mutex, which `self` holds.
+            let b = unsafe { (!p.is_null()).then(|| ArcBorrow::from_raw(p)) }?;
+            is(&b).then(|| Arc::from(b))
+        })
+    }
+
     /// `rtrs_clt_add_path_to_arr`: appends `e`; gives it back when full.
     pub(crate) fn push(&mut self, e: Arc<T>) -> core::result::Result<(), Arc<T>> {
         let n = self.a.len();
@@ -478,5 +491,59 @@ impl<T> DerefMut for SlotMut<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         // SAFETY: As above, and `&mut self` is unique.
         unsafe { &mut *self.c.v.get() }
+    }
+}
+
+/// A value its owner sets once, after it was shared, and then reads
+/// without a lock (a session's limits, known once its first paths are up).
+///
+/// # Invariants
+///
+/// `p` is null or comes from `KBox::into_raw`, is owned by this `OnceBox`
+/// and is never changed again until drop.
+pub(crate) struct OnceBox<T> {
+    p: AtomicPtr<T>,
+    _own: PhantomData<KBox<T>>,
+}
+
+impl<T> OnceBox<T> {
+    /// Not set.
+    pub(crate) const fn empty() -> Self {
+        Self {
+            p: AtomicPtr::new(core::ptr::null_mut()),
+            _own: PhantomData,
+        }
+    }
+
+    /// Sets the value; gives it back if one was set already.
+    pub(crate) fn set(&self, v: KBox<T>) -> core::result::Result<(), KBox<T>> {
+        let p = KBox::into_raw(v);
+        match self.p.compare_exchange(
+            core::ptr::null_mut(),
+            p,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(()),
+            // SAFETY: `p` came from `into_raw` just above and was not stored.
+            Err(_) => Err(unsafe { KBox::from_raw(p) }),
+        }
+    }
+
+    /// The value, once set.
+    pub(crate) fn get(&self) -> Option<&T> {
+        // SAFETY: By the type invariant a set value lives as long as `self`.
+        unsafe { self.p.load(Ordering::Acquire).as_ref() }
+    }
+}
+
+impl<T> Drop for OnceBox<T> {
+    fn drop(&mut self) {
+        let p = *self.p.get_mut();
+        if !p.is_null() {
+            // SAFETY: By the type invariant; `&mut self` means no borrow of
+            // it is alive.
+            drop(unsafe { KBox::from_raw(p) });
+        }
     }
 }

@@ -9,6 +9,7 @@ use core::sync::atomic::Ordering;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::str::BStr;
+use kernel::sync::{Arc, ArcBorrow};
 
 use crate::addr::{dev_ifindex, to_rtrs_sockaddr};
 use crate::bindings;
@@ -222,12 +223,11 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
                 return stored(r, count);
             }
             // `sp` (and `path`) may be freed by this call: not used after.
-            let r = match sp.sess() {
-                Some(s) => s
-                    .remove_path(sp, attr)
-                    .map_err(|e| Errno::from_errno(e.to_errno())),
-                None => Err(Errno::EINVAL),
-            };
+            let sess = sp.sess().clone();
+            let sp: *const SessPath = sp;
+            let r = sess
+                .remove_path(sp, attr)
+                .map_err(|e| Errno::from_errno(e.to_errno()));
             return stored(r, count);
         }
         PathFile::CpuMigrationFrom | PathFile::CpuMigrationTo => {
@@ -255,8 +255,9 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
 ///
 /// # Safety
 ///
-/// `sess` is the `Sess` published with `rtrs_rs_sess_dev_set_sess`, live
-/// while its device is registered; `buf` is a sysfs page.
+/// `sess` is the session handle (from `Arc::into_raw`) published with
+/// `rtrs_rs_sess_dev_set_sess`, live while its device is registered; `buf`
+/// is a sysfs page.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_show(
     sess: *mut c_void,
@@ -300,7 +301,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
     // readable bytes.
     let (sess, b) = unsafe {
         (
-            &*sess.cast::<Sess>(),
+            ArcBorrow::from_raw(sess.cast_const().cast::<Sess>()),
             core::slice::from_raw_parts(buf.cast::<u8>(), count),
         )
     };
@@ -341,7 +342,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
             Err(e) => Err(e),
         },
         SessFile::AddPath => match sysfs_fmt::add_path_store(b, sess.port(), dev_ifindex) {
-            Ok(addr) => sess
+            Ok(addr) => Arc::from(sess)
                 .add_path(&addr)
                 .map_err(|e| Errno::from_errno(e.to_errno())),
             Err(e) => Err(e),

@@ -302,34 +302,28 @@ pub struct PathsUpUnderflow;
 ///
 /// Unlike C, which starts it at `MAX_PATHS_NUM` and rebases it once all the
 /// paths given to `rtrs_clt_open` are up (so that a path dropping during
-/// open loses every later DISCONNECTED and RECONNECTED), the count starts
-/// when open links the session to its paths: the paths established then
-/// ([`RtrsCltPathsUp::linked`]). Paths that come up before that only mark
-/// themselves established ([`path_up_unlinked`]). No event is lost, and
-/// none fires during open, as in C.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// open loses every later DISCONNECTED and RECONNECTED), the count is
+/// exact from the start; while the session opens ([`RtrsCltPathsUp::opening`]
+/// until [`RtrsCltPathsUp::opened`]) paths are counted without events. No
+/// event is lost, and none fires during open, as in C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RtrsCltPathsUp {
     paths_up: u32,
+    opening: bool,
 }
 
 impl RtrsCltPathsUp {
-    #[cfg(test)]
-    /// The count when `rtrs_clt_open` links the session: its established
-    /// paths.
-    pub fn linked<'a>(paths: impl IntoIterator<Item = &'a RtrsCltPathLink>) -> Self {
-        let mut up = Self::default();
-        for p in paths {
-            up.link_path(p);
+    /// A session being opened: no events yet.
+    pub const fn opening() -> Self {
+        Self {
+            paths_up: 0,
+            opening: true,
         }
-        up
     }
 
-    /// One path of [`RtrsCltPathsUp::linked`], for a caller that reads each
-    /// path under its own lock: counted if established.
-    pub fn link_path(&mut self, path: &RtrsCltPathLink) {
-        if path.established {
-            self.paths_up = self.paths_up.saturating_add(1);
-        }
+    /// `rtrs_clt_open` returns: events from now on.
+    pub fn opened(&mut self) {
+        self.opening = false;
     }
 
     #[cfg(test)]
@@ -338,12 +332,13 @@ impl RtrsCltPathsUp {
         self.paths_up
     }
 
-    /// `rtrs_clt_path_up` of a linked path: marks it established, resets its
+    /// `rtrs_clt_path_up`: marks the path established, resets its
     /// reconnect attempts; RECONNECTED when it is the first one up.
     pub fn path_up(&mut self, path: &mut RtrsCltPathLink) -> Option<RtrsCltLinkEv> {
-        path_up_unlinked(path);
+        path.established = true;
+        path.reconnect_attempts = 0;
         self.paths_up = self.paths_up.saturating_add(1);
-        (self.paths_up == 1).then_some(RtrsCltLinkEv::Reconnected)
+        (self.paths_up == 1 && !self.opening).then_some(RtrsCltLinkEv::Reconnected)
     }
 
     /// `rtrs_clt_path_down`: only an established path counts; DISCONNECTED
@@ -360,15 +355,8 @@ impl RtrsCltPathsUp {
             return Err(PathsUpUnderflow);
         }
         self.paths_up -= 1;
-        Ok((self.paths_up == 0).then_some(RtrsCltLinkEv::Disconnected))
+        Ok((self.paths_up == 0 && !self.opening).then_some(RtrsCltLinkEv::Disconnected))
     }
-}
-
-/// `rtrs_clt_path_up` of a path whose session is not linked yet (during
-/// `rtrs_clt_open`): established, attempts reset; no event.
-pub fn path_up_unlinked(path: &mut RtrsCltPathLink) {
-    path.established = true;
-    path.reconnect_attempts = 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -603,13 +591,14 @@ mod tests {
             link.reconnect_work(Reconnecting, u32::MAX),
             ReconnectDecision::GiveUp
         );
-        // A successful path_up resets the attempts, linked or not.
-        let mut up = RtrsCltPathsUp::default();
+        // A successful path_up resets the attempts, opening or not.
+        let mut up = RtrsCltPathsUp::opening();
         link.reconnect_attempts = 3;
         up.path_up(&mut link);
         assert_eq!(link.reconnect_attempts, 0);
+        up.opened();
         link.reconnect_attempts = 3;
-        path_up_unlinked(&mut link);
+        up.path_up(&mut link);
         assert_eq!(link.reconnect_attempts, 0);
         // A sysfs reconnect overrides a disabled auto-reconnect.
         link.disable_auto_reconnect();
@@ -736,14 +725,15 @@ mod tests {
 
     #[test]
     fn link_events_open_then_flap() {
-        // rtrs_clt_open: the paths come up before the session is linked; no
-        // events, and the count starts from the established ones.
+        // rtrs_clt_open: the paths come up while the session opens; no
+        // events, and the count is exact when it has opened.
         let mut p = [RtrsCltPathLink::new(); 3];
+        let mut up = RtrsCltPathsUp::opening();
         for l in p.iter_mut() {
-            path_up_unlinked(l);
+            assert_eq!(up.path_up(l), None);
             assert!(l.established);
         }
-        let mut up = RtrsCltPathsUp::linked(&p);
+        up.opened();
         assert_eq!(up.paths_up(), 3);
         assert_eq!(up.path_down(&mut p[0]), Ok(None));
         assert_eq!(up.path_down(&mut p[1]), Ok(None));
@@ -767,8 +757,9 @@ mod tests {
     #[test]
     fn link_events_single_path_and_close() {
         let mut p = RtrsCltPathLink::new();
-        path_up_unlinked(&mut p);
-        let mut up = RtrsCltPathsUp::linked([&p]);
+        let mut up = RtrsCltPathsUp::opening();
+        assert_eq!(up.path_up(&mut p), None);
+        up.opened();
         assert_eq!(up.paths_up(), 1);
         for _ in 0..3 {
             assert_eq!(up.path_down(&mut p), Ok(Some(RtrsCltLinkEv::Disconnected)));
@@ -783,10 +774,12 @@ mod tests {
         // C loses every later event when a path drops while open brings up
         // the others (paths_up never rebases); here nothing is lost.
         let mut p = [RtrsCltPathLink::new(); 2];
-        path_up_unlinked(&mut p[0]);
-        p[0].established = false; // went down during open
-        path_up_unlinked(&mut p[1]);
-        let mut up = RtrsCltPathsUp::linked(&p);
+        let mut up = RtrsCltPathsUp::opening();
+        assert_eq!(up.path_up(&mut p[0]), None);
+        // Went down during open: no event either.
+        assert_eq!(up.path_down(&mut p[0]), Ok(None));
+        assert_eq!(up.path_up(&mut p[1]), None);
+        up.opened();
         assert_eq!(up.paths_up(), 1);
         assert_eq!(
             up.path_down(&mut p[1]),
@@ -798,17 +791,19 @@ mod tests {
     #[test]
     fn link_events_added_path_after_all_down() {
         let mut a = RtrsCltPathLink::new();
-        path_up_unlinked(&mut a);
-        let mut up = RtrsCltPathsUp::linked([&a]);
+        let mut up = RtrsCltPathsUp::opening();
+        assert_eq!(up.path_up(&mut a), None);
+        up.opened();
         assert_eq!(up.path_down(&mut a), Ok(Some(RtrsCltLinkEv::Disconnected)));
-        // add_path: the new path, linked from the start, fires RECONNECTED.
+        // add_path: the new path fires RECONNECTED.
         let mut b = RtrsCltPathLink::new();
         assert_eq!(up.path_up(&mut b), Some(RtrsCltLinkEv::Reconnected));
     }
 
     #[test]
     fn link_events_max_paths_and_underflow() {
-        let mut up = RtrsCltPathsUp::default();
+        let mut up = RtrsCltPathsUp::opening();
+        up.opened();
         let mut p = [RtrsCltPathLink::new(); 128];
         for (i, l) in p.iter_mut().enumerate() {
             let ev = up.path_up(l);
@@ -817,7 +812,8 @@ mod tests {
         assert_eq!(up.paths_up(), 128);
         // An established path going down with the count at 0: refused, the
         // count stays at 0 and the path is no longer established.
-        let mut up = RtrsCltPathsUp::default();
+        let mut up = RtrsCltPathsUp::opening();
+        up.opened();
         let mut q = RtrsCltPathLink::new();
         q.established = true;
         assert_eq!(up.path_down(&mut q), Err(PathsUpUnderflow));
