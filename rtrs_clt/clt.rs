@@ -10,9 +10,8 @@
 //! QP's context) that outlives its cm id and QP (see `conns::ConSlot`).
 
 use core::pin::Pin;
-use core::ptr::NonNull;
 use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU8, Ordering,
+    AtomicBool, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU8, Ordering,
 };
 
 use kernel::error::Error;
@@ -24,7 +23,7 @@ use kernel::sync::{Arc, Mutex};
 use kernel::types::Opaque;
 
 use crate::bindings;
-use crate::cm::{rdma_notify, CmEvent, CmHandler, CmIdRef};
+use crate::cm::{CmEvent, CmHandler, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach};
 use crate::io::{self, FastRegDone, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
@@ -36,10 +35,10 @@ use crate::rtrs_core::proto::{
     RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::stats::PathStats;
-use crate::sync::{Completion, RcuBox, RcuGuard};
+use crate::sync::{Completion, RcuBox, RcuGuard, Retired};
 use crate::verbs::{
-    cqe_of, post_recv_raw, post_send_raw, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool,
-    DevRef, Iu, IuDone, Qp, QpOwner, QpSizes,
+    cqe_of, post_recv_raw, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone,
+    Qp, QpOwner, QpSizes,
 };
 use crate::wq::{DelayedWork, WorkItem};
 
@@ -416,35 +415,51 @@ impl PathShared {
 // Con
 // ---------------------------------------------------------------------------
 
-/// A connection's verbs resources (`struct rtrs_clt_con` minus the atomics).
-///
-/// Protected by `Con::con_mutex`. Released by `destroy_con_cq_qp` in this
-/// order: QP, CQ, IUs, device reference.
+/// What `create_con_cq_qp` makes of a connection under `Con::con_mutex`
+/// (the QP, CQ and IUs are in `Con::qp`).
 #[derive(Default)]
 pub(crate) struct ConInner {
     /// Set before teardown; a late ADDR_RESOLVED then creates nothing.
     pub(crate) destroyed: bool,
-    pub(crate) qp: Option<Qp<Con>>,
-    pub(crate) cq: Option<Cq>,
-    /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in NEW_RKEY mode).
-    pub(crate) rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
-    /// This connection's device reference (`dev_ref` of C).
+    /// This connection's device reference (`dev_ref` of C); it outlives
+    /// the QP, CQ and IUs, which use its PD.
     pub(crate) dev: Option<DevRef>,
 }
 
-impl ConInner {
-    /// `destroy_con_cq_qp`: safe to call on a partly created connection.
-    pub(crate) fn destroy_con_cq_qp(&mut self) {
-        drop(self.qp.take());
-        drop(self.cq.take());
-        self.rsp_ius = KVec::new();
-        drop(self.dev.take());
-    }
+/// A connection's QP with the CQ it completes on and the receive buffers
+/// posted on it (`create_con_cq_qp`). Fields drop in order: the QP first,
+/// so nothing posted on it outlives what it uses.
+pub(crate) struct ConQp {
+    qp: Qp<Con>,
+    /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in
+    /// NEW_RKEY mode).
+    rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
+    cq: Cq,
 }
 
-impl Drop for ConInner {
-    fn drop(&mut self) {
-        self.destroy_con_cq_qp();
+impl ConQp {
+    /// The QP.
+    pub(crate) fn qp(&self) -> &Qp<Con> {
+        &self.qp
+    }
+
+    /// `ib_drain_qp`. Process context.
+    pub(crate) fn drain(&self) {
+        self.qp.drain();
+    }
+
+    /// A receive into `rsp_ius[i]` (NEW_RKEY mode, and cid 0), or without
+    /// a buffer on `con.io_comp_cqe` (`rtrs_post_recv_empty`).
+    pub(crate) fn post_recv(&self, con: &Con, i: Option<usize>) -> Result {
+        match i {
+            Some(i) => {
+                let iu = self.rsp_ius.get(i).ok_or(EINVAL)?;
+                // SAFETY: The IU is ours and outlives the QP (field order).
+                unsafe { self.qp.post_recv(iu, con.lkey()) }
+            }
+            // SAFETY: `io_comp_cqe` lives as long as `con`, which owns us.
+            None => unsafe { post_recv_raw(self.qp.as_ptr(), con.io_comp_cqe.get(), 0, 0, 0) },
+        }
     }
 }
 
@@ -456,8 +471,6 @@ pub(crate) struct Con {
     cpu: u32,
     /// The path this connection belongs to.
     path: Arc<PathShared>,
-    /// The cm id, for `rdma_notify` from the QP event handler.
-    pub(crate) cm_id: AtomicPtr<bindings::rdma_cm_id>,
     /// `cm_err`: 0 pending, 1 established, < 0 errno.
     pub(crate) cm_err: AtomicI32,
     /// `c.wr_cnt`, for send signaling.
@@ -471,15 +484,12 @@ pub(crate) struct Con {
     pub(crate) io_comp_cqe: Opaque<bindings::ib_cqe>,
     /// `fast_reg_cqe` of C: unsignaled IB_WR_REG_MR (errors only).
     fast_reg_cqe: Opaque<bindings::ib_cqe>,
-    /// The QP (`c.qp`), for posting from atomic context without
-    /// `con_mutex`; null before creation and from teardown on.
-    pub(crate) qp_raw: AtomicPtr<bindings::ib_qp>,
-    /// The IB_POLL_DIRECT CQ of a poll connection, for
-    /// `rtrs_clt_rdma_cq_direct`; null otherwise and from teardown on.
-    cq_direct: AtomicPtr<bindings::ib_cq>,
-    /// Held while a caller polls `cq_direct`: polls of one CQ never run
-    /// concurrently, and teardown waits for a running poll (see
-    /// `stop_direct_poll`).
+    /// The QP with its CQ and receive buffers (`c.qp`, `c.cq`), published
+    /// for posting and polling from any context under an `RcuGuard`; set
+    /// once by `create_con_cq_qp`, taken out by teardown.
+    qp: RcuBox<ConQp>,
+    /// Held while a caller polls a poll connection's CQ: polls of one CQ
+    /// never run concurrently.
     poll_busy: AtomicBool,
     #[pin]
     pub(crate) con_mutex: Mutex<ConInner>,
@@ -508,15 +518,13 @@ impl Con {
             cid,
             cpu,
             path,
-            cm_id: AtomicPtr::new(core::ptr::null_mut()),
             cm_err: AtomicI32::new(0),
             wr_cnt: AtomicU32::new(1),
             lkey: AtomicU32::new(0),
             cm_done <- Completion::new(),
             io_comp_cqe: Opaque::new(cqe_of::<IoCompDone>()),
             fast_reg_cqe: Opaque::new(cqe_of::<FastRegDone<Con>>()),
-            qp_raw: AtomicPtr::new(core::ptr::null_mut()),
-            cq_direct: AtomicPtr::new(core::ptr::null_mut()),
+            qp: RcuBox::empty(),
             poll_busy: AtomicBool::new(false),
             con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
         }? Error)
@@ -526,31 +534,25 @@ impl Con {
     /// of completions processed, 0 if this is not a poll connection, it is
     /// being torn down, or another caller is polling it right now.
     pub(crate) fn poll_direct(&self) -> i32 {
-        if self.poll_busy.swap(true, Ordering::SeqCst) {
+        if self.poll_busy.swap(true, Ordering::Acquire) {
             return 0;
         }
-        let cq = self.cq_direct.load(Ordering::SeqCst);
-        let n = if cq.is_null() {
-            0
-        } else {
-            // SAFETY: A non-null `cq_direct` is our live IB_POLL_DIRECT CQ:
-            // `stop_direct_poll` clears it and waits for `poll_busy` before
-            // the CQ is drained or freed, and we hold `poll_busy`.
-            unsafe { bindings::ib_process_cq_direct(cq, -1) }
-        };
-        self.poll_busy.store(false, Ordering::SeqCst);
+        let g = RcuGuard::new();
+        let n = self.qp.get(&g).map_or(0, |q| q.cq.process_direct());
+        drop(g);
+        self.poll_busy.store(false, Ordering::Release);
         n
     }
 
-    /// Ends `poll_direct` on this connection: later polls see no CQ, and a
-    /// running one has finished when this returns. Process context.
-    pub(crate) fn stop_direct_poll(&self) {
-        // SeqCst on both sides: either the poller sees null, or we see it busy.
-        self.cq_direct
-            .store(core::ptr::null_mut(), Ordering::SeqCst);
-        while self.poll_busy.load(Ordering::SeqCst) {
-            core::hint::spin_loop();
-        }
+    /// The QP, CQ and receive buffers while `g` is held, once created.
+    pub(crate) fn qp<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a ConQp> {
+        self.qp.get(g)
+    }
+
+    /// Unpublishes the QP (teardown): nobody posts on it or polls its CQ
+    /// once a grace period has passed.
+    pub(crate) fn take_qp(&self) -> Retired<ConQp> {
+        self.qp.replace(None)
     }
 
     pub(crate) fn path(&self) -> &PathShared {
@@ -641,15 +643,17 @@ impl Con {
         self.lkey.store(dev.local_dma_lkey(), Ordering::Release);
         inner.dev = Some(dev);
         let dev = inner.dev.as_ref().ok_or(EINVAL)?;
-        if new_rkey || self.cid == 0 {
+        let rsp_ius = if new_rkey || self.cid == 0 {
             let n = usize::try_from(cq_num).map_err(|_| EINVAL)?;
-            inner.rsp_ius = Iu::alloc_n(
+            Iu::alloc_n(
                 dev,
                 n,
                 RtrsMsgRkeyRsp::SIZE,
                 bindings::dma_data_direction_DMA_FROM_DEVICE,
-            )?;
-        }
+            )?
+        } else {
+            KVec::new()
+        };
         let cq = if self.cid >= self.path().irq_con_num {
             Cq::alloc(
                 dev,
@@ -677,17 +681,16 @@ impl Con {
             max_recv_wr,
             max_send_sge,
         };
-        // SAFETY: The cm id is live and bound; the QP is kept in this
-        // connection's `ConInner`, which `ConSlot::drop` empties before the
-        // cm id and the connection go, and which drops the QP before the CQ.
+        // SAFETY: The cm id is live and bound; the QP goes into `self.qp`,
+        // which teardown (or `ConSlot::drop`) empties before the cm id and
+        // the connection go; `ConQp` drops the QP before its CQ and IUs.
         let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
             .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
-        self.qp_raw.store(qp.as_ptr(), Ordering::Release);
-        if matches!(cq, Cq::Own { .. }) {
-            self.cq_direct.store(cq.as_ptr(), Ordering::SeqCst);
+        let q = KBox::new(ConQp { qp, rsp_ius, cq }, GFP_KERNEL)?;
+        if self.qp.replace(Some(q)).is_some() {
+            // Cannot happen: ROUTE_RESOLVED comes once per cm id.
+            pr_err!("{}: QP created twice\n", self.sess());
         }
-        inner.cq = Some(cq);
-        inner.qp = Some(qp);
         Ok(())
     }
 
@@ -823,7 +826,7 @@ impl Con {
                     }
                     imm::RTRS_HB_MSG_IMM | imm::RTRS_HB_ACK_IMM => {
                         if imm_type == imm::RTRS_HB_MSG_IMM {
-                            self.send_hb_ack(wc.qp);
+                            self.send_hb_ack();
                         } else {
                             let now = crate::misc::ktime_get_ns();
                             let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
@@ -845,8 +848,7 @@ impl Con {
                         // SAFETY: The QP and the IU live until the connection
                         // is drained and destroyed, which flushes this receive.
                         Some(iu) => unsafe { iu.repost_recv(wc.qp, self.lkey()) },
-                        // SAFETY: As above; `io_comp_cqe` lives as long as `self`.
-                        None => unsafe { post_recv_raw(wc.qp, self.io_comp_cqe.get(), 0, 0, 0) },
+                        None => self.post_recv_empty(),
                     };
                     if let Err(e) = res {
                         pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
@@ -952,20 +954,22 @@ impl Con {
 
     /// `rtrs_send_hb_ack`: an empty RDMA_WRITE_WITH_IMM carrying HB_ACK on
     /// this (cid 0) QP, signaled every `signal_interval` sends.
-    fn send_hb_ack(&self, qp: *mut bindings::ib_qp) {
-        // SAFETY: `qp` is the live QP this completion came from.
-        if let Err(e) = unsafe { self.post_imm_empty(qp, imm::RTRS_HB_ACK_IMM_VAL) } {
+    fn send_hb_ack(&self) {
+        if let Err(e) = self.post_imm_empty(imm::RTRS_HB_ACK_IMM_VAL) {
             pr_err_rl!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
             self.path().error_recovery();
         }
     }
 
-    /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`.
-    ///
-    /// # Safety
-    ///
-    /// `qp` is this connection's live QP.
-    pub(crate) unsafe fn post_imm_empty(&self, qp: *mut bindings::ib_qp, imm_val: u32) -> Result {
+    /// `rtrs_post_recv_empty`: a receive without buffer on `io_comp_cqe`.
+    fn post_recv_empty(&self) -> Result {
+        let g = RcuGuard::new();
+        self.qp(&g).ok_or(econnaborted())?.post_recv(self, None)
+    }
+
+    /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`; ECONNABORTED
+    /// once the QP is unpublished.
+    pub(crate) fn post_imm_empty(&self, imm_val: u32) -> Result {
         let flags = self.next_send_flags();
         let wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
@@ -981,9 +985,11 @@ impl Con {
             },
             ..Default::default()
         };
-        // SAFETY: The caller guarantees `qp`; the request has no SGE and its
-        // cqe lives as long as `self`.
-        unsafe { post_send_raw(qp, core::ptr::addr_of!(wr).cast()) }
+        let g = RcuGuard::new();
+        let q = self.qp(&g).ok_or(econnaborted())?;
+        // SAFETY: The request has no SGE and its cqe lives as long as `self`,
+        // whose QP it is.
+        unsafe { q.qp().post_send_wr(core::ptr::addr_of!(wr).cast()) }
     }
 }
 
@@ -1070,11 +1076,9 @@ impl QpOwner for Con {
     fn qp_event(&self, event: bindings::ib_event_type) {
         if event == bindings::ib_event_type_IB_EVENT_COMM_EST {
             pr_info!("{}: QP event COMM_EST ({}) received\n", self.sess(), event);
-            let id = self.cm_id.load(Ordering::Acquire);
-            if let Some(id) = NonNull::new(id) {
-                // SAFETY: The cm id outlives the QP (destroyed after it), and
-                // the QP raised this event, so the id is live.
-                let _ = unsafe { rdma_notify(id.as_ptr(), event) };
+            let g = RcuGuard::new();
+            if let Some(q) = self.qp(&g) {
+                let _ = q.qp().notify_cm(event);
             }
         } else {
             pr_info!("{}: Unhandled QP event ({}) received\n", self.sess(), event);
@@ -1092,8 +1096,8 @@ impl IoCon for Con {
         &self.path().sessname
     }
 
-    fn qp_raw(&self) -> *mut bindings::ib_qp {
-        self.qp_raw.load(Ordering::Acquire)
+    fn qp<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a Qp<Self>> {
+        Con::qp(self, g).map(ConQp::qp)
     }
 
     fn next_send_flags(&self) -> kernel::ffi::c_int {

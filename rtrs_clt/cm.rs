@@ -92,20 +92,6 @@ impl CmIdRef<'_> {
     }
 }
 
-/// `rdma_notify(id, event)`, for the QP event handler (which has no
-/// `CmIdRef`).
-///
-/// # Safety
-///
-/// `id` must be a live cm id.
-pub(crate) unsafe fn rdma_notify(
-    id: *mut bindings::rdma_cm_id,
-    event: bindings::ib_event_type,
-) -> Result {
-    // SAFETY: The caller guarantees `id` is live.
-    to_result(unsafe { bindings::rdma_notify(id, event) })
-}
-
 /// One CM event.
 ///
 /// # Invariants
@@ -258,11 +244,6 @@ impl<T: CmHandler> CmId<T> {
             id,
             _owner: PhantomData,
         })
-    }
-
-    /// The raw id.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::rdma_cm_id {
-        self.id.as_ptr()
     }
 
     /// `rdma_set_reuseaddr(id, reuse)`.

@@ -22,15 +22,17 @@ use crate::rtrs_core::proto::{
     RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS,
     SERVICE_CON_QUEUE_DEPTH,
 };
-use crate::sync::WaitResult;
-use crate::verbs::{post_recv_raw, Iu};
+use crate::sync::{RcuGuard, Retired, WaitResult};
+use crate::verbs::Iu;
 use crate::wq::DelayedWork;
 
 /// A connection and its cm id.
 ///
-/// Drop order: `ConSlot::drop` marks the connection destroyed and releases
-/// its QP, CQ, IUs and device reference (under `con_mutex`); then the cm id
-/// is destroyed (waiting for a running handler); then the connection is freed.
+/// Drop order: teardown has taken the QP (with its CQ and IUs) out and
+/// destroyed it; `ConSlot::drop` marks the connection destroyed, destroys a
+/// QP made since, and puts the device reference (under `con_mutex`); then
+/// the cm id is destroyed (waiting for a running handler); then the
+/// connection is freed.
 struct ConSlot {
     cm_id: CmId<Con>,
     con: Pin<KBox<Con>>,
@@ -38,13 +40,12 @@ struct ConSlot {
 
 impl Drop for ConSlot {
     fn drop(&mut self) {
-        self.con.stop_direct_poll();
         let mut inner = self.con.con_mutex.lock();
         inner.destroyed = true;
-        self.con
-            .qp_raw
-            .store(core::ptr::null_mut(), Ordering::Release);
-        inner.destroy_con_cq_qp();
+        // Taken out by teardown already, unless a late ROUTE_RESOLVED made
+        // one since: it goes before the cm id.
+        drop(self.con.take_qp());
+        drop(inner.dev.take());
     }
 }
 
@@ -173,7 +174,6 @@ impl PathConns {
                         e
                     )
                 })?;
-            con.cm_id.store(cm_id.as_ptr(), Ordering::Release);
             self.cons.push(ConSlot { cm_id, con }, GFP_KERNEL)?;
             let slot = self.cons.last().ok_or(EINVAL)?;
             Self::create_cm(&shared, slot).inspect_err(|_| {
@@ -224,20 +224,11 @@ impl PathConns {
                 queue_depth
             };
             let q = usize::try_from(q.checked_mul(2).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
-            let inner = con.con_mutex.lock();
-            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
+            let g = RcuGuard::new();
+            let qp = con.qp(&g).ok_or(EINVAL)?;
             for i in 0..q {
-                let res = if new_rkey {
-                    let iu = inner.rsp_ius.get(i).ok_or(EINVAL)?;
-                    // SAFETY: The IU lives in `inner` until the QP is drained
-                    // and destroyed (`ConSlot::drop`).
-                    unsafe { qp.post_recv(iu, con.lkey()) }
-                } else {
-                    // SAFETY: `io_comp_cqe` lives as long as the connection,
-                    // which outlives its QP.
-                    unsafe { post_recv_raw(qp.as_ptr(), con.io_comp_cqe.get(), 0, 0, 0) }
-                };
-                res.inspect_err(|e| pr_err!("{}: post_recv_io(), err: {:?}\n", con.sess(), e))?;
+                qp.post_recv(con, new_rkey.then_some(i))
+                    .inspect_err(|e| pr_err!("{}: post_recv_io(), err: {:?}\n", con.sess(), e))?;
             }
         }
         Ok(())
@@ -284,8 +275,8 @@ impl PathConns {
         shared.info_rsp.store(INFO_RSP_NONE, Ordering::Release);
         shared.state_changed.reinit();
         {
-            let inner = con0.con_mutex.lock();
-            let qp = inner.qp.as_ref().ok_or(EINVAL)?;
+            let g = RcuGuard::new();
+            let qp = con0.qp(&g).ok_or(EINVAL)?.qp();
             // SAFETY: `ius` stays in `self.info_ius` until after the drain in `close`.
             unsafe { qp.post_recv(&ius.rx, lkey) }
                 .inspect_err(|e| pr_err!("{}: rtrs_iu_post_recv(), err: {:?}\n", sess, e))?;
@@ -361,14 +352,20 @@ impl PathConns {
         // Not borrowed from `self`: the connections change meanwhile.
         let shared = self.shared.clone();
         shared.all_disconnected.reinit();
+        // stop_cm: disconnect, then drain each QP once nobody posts on it or
+        // polls its CQ (the core's drain polls a poll connection's CQ
+        // itself).
+        let mut taken = KVec::new();
         for slot in self.cons.iter() {
-            // stop_cm; the core's drain polls a poll connection's CQ itself.
             slot.cm_id.disconnect();
-            slot.con.stop_direct_poll();
-            let inner = slot.con.con_mutex.lock();
-            if let Some(qp) = inner.qp.as_ref() {
-                qp.drain();
-            }
+            // On ENOMEM this one waits for its grace period right here.
+            let _ = taken.push(slot.con.take_qp(), GFP_KERNEL);
+        }
+        let mut qps = KVec::new();
+        for q in Retired::wait_all(taken).flatten() {
+            q.drain();
+            // On ENOMEM the drained QP is destroyed right here.
+            let _ = qps.push(q, GFP_KERNEL);
         }
         // Everything posted is flushed now.
         self.info_ius = None;
@@ -396,7 +393,9 @@ impl PathConns {
         // connection's `destroy_con_cq_qp` puts the PD while its cm id (and
         // so the device) is still there, as in C.
         drop(shared.inner.lock().dev.take());
-        // In creation order, as C: destroy_con_cq_qp, destroy_cm, destroy_con.
+        // destroy_con_cq_qp, then in creation order, as C: the device
+        // reference, destroy_cm, destroy_con.
+        drop(qps);
         drop(core::mem::take(&mut self.cons));
     }
 }

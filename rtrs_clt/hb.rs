@@ -8,7 +8,6 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 use crate::clt::Con;
-use crate::error::econnreset;
 use crate::io::IoCon;
 use crate::rtrs_core::imm;
 use crate::rtrs_core::path_state::{self, HbAction};
@@ -45,15 +44,7 @@ fn hb_work(con: &Con, work: &WorkRef<'_>) {
         HbAction::Send => {
             path.hb_last_sent_ns
                 .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
-            let qp = con.qp_raw();
-            let res = if qp.is_null() {
-                Err(econnreset())
-            } else {
-                // SAFETY: `qp` is cid 0's QP, live until teardown, which
-                // stops this work first.
-                unsafe { con.post_imm_empty(qp, imm::RTRS_HB_MSG_IMM_VAL) }
-            };
-            if let Err(e) = res {
+            if let Err(e) = con.post_imm_empty(imm::RTRS_HB_MSG_IMM_VAL) {
                 // rtrs_clt_hb_err_handler, as C: the path recovers.
                 pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
                 path.error_recovery();

@@ -29,19 +29,19 @@ use crate::rtrs_core::proto::{
 use crate::stats::PathStats;
 use crate::sync::{RcuGuard, SlotCell, SlotMut};
 use crate::verbs::{
-    first_cqe_done, post_send_raw, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone,
-    MappedSg, Mr, SgList,
+    first_cqe_done, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
+    QpOwner, SgList,
 };
 
 /// What the IO path uses of the connection it posts on and completes from:
 /// a narrow handle, so that IO does not depend on the connection's type
 /// (the connection implements it and is the QP's `qp_context`).
-pub(crate) trait IoCon: Sync + Sized {
+pub(crate) trait IoCon: QpOwner + Sized {
     /// The session's name, for log lines.
     fn sess(&self) -> &CStr;
-    /// The QP, for posting from any context; null before it exists and
-    /// after teardown began.
-    fn qp_raw(&self) -> *mut bindings::ib_qp;
+    /// The QP while `g` is held, for posting from any context; `None`
+    /// before it exists and once teardown unpublished it.
+    fn qp<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a Qp<Self>>;
     /// The send flags of the next request (`IB_SEND_SIGNALED` every
     /// `signal_interval` sends).
     fn next_send_flags(&self) -> c_int;
@@ -299,10 +299,8 @@ impl<C: IoCon> IoCtx<C> {
         ) else {
             return Err(EINVAL);
         };
-        let qp = con.qp_raw();
-        if qp.is_null() {
-            return Err(econnaborted());
-        }
+        let g = RcuGuard::new();
+        let qp = con.qp(&g).ok_or(econnaborted())?;
         let Some(own) = req.slot.take_free() else {
             pr_err_rl!("{}: request slot {} busy\n", con.sess(), a.mem_id);
             return Err(EBUSY);
@@ -320,7 +318,7 @@ impl<C: IoCon> IoCtx<C> {
     fn do_submit<'a>(
         &self,
         con: &C,
-        qp: *mut bindings::ib_qp,
+        qp: &Qp<C>,
         req: &'a Req<C>,
         mut own: SlotMut<'a, ReqOwned<C>>,
         rbuf: RemoteChunk,
@@ -457,7 +455,7 @@ impl<C: IoCon> IoCtx<C> {
     fn post<'a>(
         &self,
         con: &C,
-        qp: *mut bindings::ib_qp,
+        qp: &Qp<C>,
         req: &'a Req<C>,
         mut own: SlotMut<'a, ReqOwned<C>>,
         rbuf: RemoteChunk,
@@ -534,13 +532,10 @@ impl<C: IoCon> IoCtx<C> {
         let head: *const bindings::ib_send_wr = if fr_en { &rwr.wr } else { &wr.wr };
         // The completion may run as soon as the request is posted.
         own.post();
-        // SAFETY: `qp` is live: the caller is inside the RCU section of
-        // `Sess::issue` on a published path, whose QPs are destroyed only
-        // after a grace period (completions post from CQ context, which the
-        // drain ends before that). The SGEs point to the mapped IU and MR,
-        // which live as long as the path's `IoCtx`; the cqes live as long as
-        // `con` and `req`.
-        let res = unsafe { post_send_raw(qp, head) };
+        // SAFETY: The SGEs point to the mapped IU and MR, which live as long
+        // as the path's `IoCtx` (freed after the QPs are drained); the cqes
+        // live as long as `con` and `req`, and expect a `C`.
+        let res = unsafe { qp.post_send_wr(head) };
         if let Err(e) = res {
             if min_inflight {
                 con.stats().dec_inflight();
@@ -652,10 +647,8 @@ impl<C: IoCon> IoCtx<C> {
 
     /// `rtrs_inv_rkey`: a signaled IB_WR_LOCAL_INV of the slot's MR.
     fn post_inv(&self, con: &C, req: &Req<C>, rkey: u32) -> Result {
-        let qp = con.qp_raw();
-        if qp.is_null() {
-            return Err(econnaborted());
-        }
+        let g = RcuGuard::new();
+        let qp = con.qp(&g).ok_or(econnaborted())?;
         let wr = bindings::ib_send_wr {
             __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
                 wr_cqe: req.inv_cqe.get(),
@@ -667,9 +660,9 @@ impl<C: IoCon> IoCtx<C> {
             },
             ..Default::default()
         };
-        // SAFETY: `qp` is live; the request has no SGE; `inv_cqe` lives in
-        // the slot until the QP is drained.
-        unsafe { post_send_raw(qp, &wr) }
+        // SAFETY: The request has no SGE; `inv_cqe` lives in the slot until
+        // the QP is drained, and expects a `C`.
+        unsafe { qp.post_send_wr(&wr) }
     }
 }
 

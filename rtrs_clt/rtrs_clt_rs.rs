@@ -46,7 +46,8 @@
 //! listed after it):
 //! 1. `Sess::paths_mutex` (adding, removing paths; session close);
 //! 2. `SessPath::init` (`init_mutex`: connect and teardown of a path);
-//! 3. `Con::con_mutex` (`ConInner`: one connection's QP, CQ, IUs, device ref);
+//! 3. `Con::con_mutex` (`ConInner`: one connection's device ref; creating
+//!    its QP);
 //! 4. `PathShared::inner` (`PathInner`: device, server params, rbufs);
 //! 5. `DevPool::list` (the per-device PD pool).
 //!
@@ -59,7 +60,8 @@
 //! No lock is taken in CQ callbacks (softirq for IRQ connections) or on the
 //! IO submission path (blk-mq, may be atomic): they use atomics, the
 //! lock-free permit bitmap, `complete()` and wake-ups only. IO reaches the
-//! path list and a path's connections inside an RCU read section; removal
+//! path list, a path's connections and a connection's QP (`Con::qp`)
+//! inside an RCU read section; removal
 //! and teardown unpublish first and free after `synchronize_rcu` (see
 //! `path` and `sync::RcuArray`). `rtrs_clt_get_permit(WAIT)` and
 //! `rtrs_clt_close` sleep on the permit wait queue holding no lock. CM

@@ -202,6 +202,17 @@ impl<T> Retired<T> {
         // the `RcuBox` it was published in) and readers are gone.
         self.0.take().map(|p| unsafe { KBox::from_raw(p.as_ptr()) })
     }
+
+    /// [`Retired::wait`] for several at once: one grace period for all,
+    /// then each box in order. Sleeps.
+    pub(crate) fn wait_all(v: KVec<Self>) -> impl Iterator<Item = Option<KBox<T>>> {
+        synchronize_rcu();
+        v.into_iter().map(|mut r| {
+            // SAFETY: As in `wait`: from `KBox::into_raw`, and the grace
+            // period above started after it was taken out.
+            r.0.take().map(|p| unsafe { KBox::from_raw(p.as_ptr()) })
+        })
+    }
 }
 
 impl<T> Drop for Retired<T> {

@@ -5,7 +5,8 @@
 //!
 //! Each wrapper releases its object in `Drop`. The safe order between them
 //! (QP before CQ, both before the cm id, IUs before the device goes, the PD
-//! last) is kept by their owner, `clt::ConInner`, and written down there.
+//! last) is kept by their owner, `clt::ConQp` with `conns::ConSlot`, and
+//! written down there.
 
 use core::marker::PhantomData;
 use core::pin::Pin;
@@ -463,6 +464,18 @@ impl Cq {
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_cq {
         match self {
             Cq::Pool { cq, .. } | Cq::Own { cq } => cq.as_ptr(),
+        }
+    }
+
+    /// `ib_process_cq_direct(cq, -1)` of an IB_POLL_DIRECT CQ (0 for a pool
+    /// CQ, which the core polls): the number of completions processed. The
+    /// caller makes sure no other poll of this CQ runs at the same time.
+    pub(crate) fn process_direct(&self) -> kernel::ffi::c_int {
+        match self {
+            Cq::Pool { .. } => 0,
+            // SAFETY: By the type invariant the CQ is live, allocated with
+            // IB_POLL_DIRECT.
+            Cq::Own { cq } => unsafe { bindings::ib_process_cq_direct(cq.as_ptr(), -1) },
         }
     }
 }
@@ -970,6 +983,25 @@ impl<C: QpOwner> Qp<C> {
     /// The raw QP.
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_qp {
         self.qp.as_ptr()
+    }
+
+    /// `rdma_notify(cm_id, event)` on the cm id the QP was created on (the
+    /// QP event handler's COMM_EST).
+    pub(crate) fn notify_cm(&self, event: bindings::ib_event_type) -> Result {
+        // SAFETY: By the type invariant the cm id outlives the QP.
+        to_result(unsafe { bindings::rdma_notify(self.cm_id.as_ptr(), event) })
+    }
+
+    /// Posts a chain of send work requests.
+    ///
+    /// # Safety
+    ///
+    /// `wr` and what it points to are valid for the call; the buffers and
+    /// cqes the requests name stay alive until they complete or the QP is
+    /// drained, and each cqe's `done` expects a `C` as `qp_context`.
+    pub(crate) unsafe fn post_send_wr(&self, wr: *const bindings::ib_send_wr) -> Result {
+        // SAFETY: The QP is live (type invariant); the rest by the caller.
+        unsafe { post_send_raw(self.qp.as_ptr(), wr) }
     }
 
     /// `ib_drain_qp`: moves the QP to error and waits until every posted
