@@ -5,20 +5,46 @@
 use crate::bindings;
 use crate::rtrs_core::sysfs_fmt;
 
+/// The bytes of a `sockaddr_storage` (plain data: a family and bytes).
+fn bytes(ss: &bindings::__kernel_sockaddr_storage) -> &[u8] {
+    let p: *const bindings::__kernel_sockaddr_storage = ss;
+    // SAFETY: Plain data without padding, read within its size.
+    unsafe {
+        core::slice::from_raw_parts(
+            p.cast::<u8>(),
+            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
+        )
+    }
+}
+
+/// The bytes of a `sockaddr_storage`, writable: any bytes are valid.
+fn bytes_mut(ss: &mut bindings::__kernel_sockaddr_storage) -> &mut [u8] {
+    let p: *mut bindings::__kernel_sockaddr_storage = ss;
+    // SAFETY: As in `bytes`, and every bit pattern is a valid value.
+    unsafe {
+        core::slice::from_raw_parts_mut(
+            p.cast::<u8>(),
+            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
+        )
+    }
+}
+
+/// `ss_family`.
+pub(crate) fn family(ss: &bindings::__kernel_sockaddr_storage) -> u16 {
+    let b = bytes(ss);
+    u16::from_ne_bytes([
+        b.first().copied().unwrap_or(0),
+        b.get(1).copied().unwrap_or(0),
+    ])
+}
+
 /// A parsed address as the `sockaddr_storage` `rtrs_addr_to_sockaddr`
 /// fills: `sockaddr_in`, `sockaddr_in6` or `sockaddr_ib` (sid mask all ones).
 pub(crate) fn from_rtrs_sockaddr(
     a: &sysfs_fmt::RtrsSockaddr,
 ) -> bindings::__kernel_sockaddr_storage {
     let mut ss = bindings::__kernel_sockaddr_storage::default();
-    let p: *mut bindings::__kernel_sockaddr_storage = &mut ss;
-    // SAFETY: Plain data, written as bytes within its size.
-    let b = unsafe {
-        core::slice::from_raw_parts_mut(
-            p.cast::<u8>(),
-            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
-        )
-    };
+    let b = bytes_mut(&mut ss);
     let mut put = |off: usize, v: &[u8]| {
         if let Some(d) = off.checked_add(v.len()).and_then(|end| b.get_mut(off..end)) {
             d.copy_from_slice(v);
@@ -66,15 +92,8 @@ pub(crate) fn dev_ifindex(name: &[u8]) -> Option<u32> {
 pub(crate) fn to_rtrs_sockaddr(
     ss: &bindings::__kernel_sockaddr_storage,
 ) -> Option<sysfs_fmt::RtrsSockaddr> {
-    let p: *const bindings::__kernel_sockaddr_storage = ss;
-    // SAFETY: Plain data, read as bytes within its size.
-    let b = unsafe {
-        core::slice::from_raw_parts(
-            p.cast::<u8>(),
-            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
-        )
-    };
-    let fam = u32::from(u16::from_ne_bytes([*b.first()?, *b.get(1)?]));
+    let b = bytes(ss);
+    let fam = u32::from(family(ss));
     let port = u16::from_be_bytes([*b.get(2)?, *b.get(3)?]);
     let arr16 = |o: usize| -> Option<[u8; 16]> { b.get(o..o.checked_add(16)?)?.try_into().ok() };
     match fam {

@@ -757,9 +757,8 @@ impl Con {
         path.new_rkey.store(params.new_rkey(), Ordering::Release);
         pinner.params = Some(params);
         pinner.hca_port = id.port_num();
-        // SAFETY: An established cm id is bound to a live, registered device.
-        let name = unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(id.device())) };
-        pinner.hca_name = HcaName::from_bytes(name.as_bytes());
+        let name = id.device_name().map_or(&[][..], |n| n.as_bytes());
+        pinner.hca_name = HcaName::from_bytes(name);
         pinner.resolved_src = Some(id.src_addr());
         path.for_new_clt.store(true, Ordering::Relaxed);
         Ok(())

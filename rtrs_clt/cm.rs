@@ -49,6 +49,14 @@ impl CmIdRef<'_> {
         unsafe { (*self.id.as_ptr()).device }
     }
 
+    /// The name of the bound device (`cm_id->device->name`), once bound.
+    pub(crate) fn device_name(&self) -> Option<&CStr> {
+        let d = self.device();
+        // SAFETY: A bound id's device stays registered while the id lives
+        // (rdma_cm waits for the id's destruction on removal).
+        (!d.is_null()).then(|| unsafe { crate::verbs::ib_dev_name(d) })
+    }
+
     /// The bound port (`cm_id->port_num`).
     pub(crate) fn port_num(&self) -> u32 {
         // SAFETY: By the type invariant the id is live.

@@ -156,9 +156,7 @@ impl PathConns {
                 .checked_rem(nr_cpus)
                 .unwrap_or(0);
             let con = KBox::pin_init(Con::new(cid, cpu, shared.clone()), GFP_KERNEL)?;
-            // SAFETY: All members of the storage union are plain data, and
-            // `dst_addr` was filled by inet_pton_with_scope.
-            let family = unsafe { shared.dst_addr.__bindgen_anon_1.__bindgen_anon_1.ss_family };
+            let family = crate::addr::family(&shared.dst_addr);
             let ps = if u32::from(family) == kernel::bindings::AF_IB {
                 bindings::rdma_ucm_port_space_RDMA_PS_IB
             } else {

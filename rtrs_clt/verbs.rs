@@ -26,7 +26,7 @@ use crate::bindings;
 /// # Safety
 ///
 /// `ibdev` must point to a live, registered `ib_device`.
-unsafe fn ib_dev_name<'a>(ibdev: *const bindings::ib_device) -> &'a CStr {
+pub(crate) unsafe fn ib_dev_name<'a>(ibdev: *const bindings::ib_device) -> &'a CStr {
     // SAFETY: The caller guarantees `ibdev` is live; a registered device has a
     // NUL-terminated name that lives as long as the device.
     unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(ibdev)) }
