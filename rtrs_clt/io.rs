@@ -309,22 +309,27 @@ impl<C: IoCon> IoCtx<C> {
             addr: raddr,
             rkey: rkey.load(Ordering::Acquire),
         };
-        self.do_submit(con, qp, req, own, rbuf, a, min_inflight)
+        let sub = Submission {
+            con,
+            qp,
+            req,
+            rbuf,
+            a,
+            min_inflight,
+        };
+        self.do_submit(&sub, own)
     }
 
     /// Fills the slot (`own`: freed again if this fails before posting),
     /// maps the data and posts.
-    #[allow(clippy::too_many_arguments)]
-    fn do_submit<'a>(
-        &self,
-        con: &C,
-        qp: &Qp<C>,
-        req: &'a Req<C>,
-        mut own: SlotMut<'a, ReqOwned<C>>,
-        rbuf: RemoteChunk,
-        a: &ReqDesc<'_>,
-        min_inflight: bool,
-    ) -> Result {
+    fn do_submit<'a>(&self, sub: &Submission<'a, C>, mut own: SlotMut<'a, ReqOwned<C>>) -> Result {
+        let Submission {
+            con,
+            req,
+            a,
+            min_inflight,
+            ..
+        } = *sub;
         let sess = con.sess();
         own.io = ReqIo {
             conf: a.conf,
@@ -359,14 +364,13 @@ impl<C: IoCon> IoCtx<C> {
             };
             own.io.mapped = Some(m);
         }
-        self.post(con, qp, req, own, rbuf, a, min_inflight)
-            .map_err(|(e, own)| {
-                req.need_inval.store(false, Ordering::Relaxed);
-                if let Some(mut own) = own {
-                    self.unmap(&mut own);
-                }
-                e
-            })
+        self.post(sub, own).map_err(|(e, own)| {
+            req.need_inval.store(false, Ordering::Relaxed);
+            if let Some(mut own) = own {
+                self.unmap(&mut own);
+            }
+            e
+        })
     }
 
     /// The header message in the IU after the user header, and the SGEs
@@ -451,17 +455,19 @@ impl<C: IoCon> IoCtx<C> {
     /// Registers the MR if there is data, then posts the request; the
     /// completion owns the slot from then on. On error, the slot if this
     /// still owns it.
-    #[allow(clippy::too_many_arguments)]
     fn post<'a>(
         &self,
-        con: &C,
-        qp: &Qp<C>,
-        req: &'a Req<C>,
+        sub: &Submission<'a, C>,
         mut own: SlotMut<'a, ReqOwned<C>>,
-        rbuf: RemoteChunk,
-        a: &ReqDesc<'_>,
-        min_inflight: bool,
     ) -> core::result::Result<(), PostError<'a, C>> {
+        let Submission {
+            con,
+            qp,
+            req,
+            rbuf,
+            a,
+            min_inflight,
+        } = *sub;
         let sess = con.sess();
         let mapped = own.io.mapped;
         if let Some(m) = &mapped {
@@ -664,6 +670,17 @@ impl<C: IoCon> IoCtx<C> {
         // the QP is drained, and expects a `C`.
         unsafe { qp.post_send_wr(&wr) }
     }
+}
+
+/// One request being submitted: on which connection and QP, into which
+/// slot and server chunk.
+struct Submission<'a, C: IoCon> {
+    con: &'a C,
+    qp: &'a Qp<C>,
+    req: &'a Req<C>,
+    rbuf: RemoteChunk,
+    a: &'a ReqDesc<'a>,
+    min_inflight: bool,
 }
 
 /// Why `post` failed, and the slot if it still owns it.
