@@ -83,8 +83,11 @@ diag "$(dmesg | grep -i rnbd | tail -5)"
 echo 1 > $p1/reconnect
 fo0=$(failovers)
 r0=$(cut -d' ' -f1 $p2/stats/reconnects)
+io0=$(awk '{print $1 + $3}' $p2/stats/rdma)
 fio_bg 45
-sleep 3
+# Disconnect while IO runs on path 2.
+wait_for 30 sh -c "[ \$(awk '{print \$1 + \$3}' $p2/stats/rdma) -gt $io0 ]" ||
+	diag "no IO on path 2 after 30 s"
 # The server names its path from its side: <its addr>@<client addr>.
 sp=$(ls -d $srv/fo/paths/*$A2* 2>/dev/null | head -1)
 tap_check "the server disconnects its side of path 2 ($sp)" sh -c "echo 1 > '$sp/disconnect'"

@@ -113,8 +113,12 @@ if [ "$RTRS_TIER" = quick ]; then
 	tap_skip "rdma link del under path 2: IO fails over and verifies" "full tier (the teardown waits 30 s twice)"
 	tap_skip "path 2 closed after its device went" "full tier"
 else
+	p2d=$(mp_path_dir $S 2)
+	io0=$(awk '{print $1 + $3}' "$p2d/stats/rdma")
 	run_io 15 & fpid=$!
-	sleep 3
+	# Delete the device while IO runs on its path.
+	wait_for 30 sh -c "[ \$(awk '{print \$1 + \$3}' '$p2d/stats/rdma') -gt $io0 ]" ||
+		diag "no IO on path 2 after 30 s"
 	rdma link delete "rxe_$(mp_cdev 2)"
 	wait $fpid; rc=$?
 	tap_check "rdma link del under path 2: IO fails over and verifies (fio rc $rc)" test $rc -eq 0

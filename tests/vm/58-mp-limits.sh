@@ -187,8 +187,10 @@ fio --name=rr --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k
 	--offset=8M --size=16M --time_based --runtime=8 --verify=crc32c --verify_fatal=1 \
 	--verify_state_save=0 --randrepeat=0 --output-format=terse > /tmp/lim-fio.out 2>&1 &
 fio_pid=$!
-sleep 3
 # remove_path of NRM paths while the IO runs over all of them.
+io0=$(cat $cls/paths/*/stats/rdma | awk '{s += $1 + $3} END {print s + 0}')
+wait_for 30 sh -c "[ \$(cat $cls/paths/*/stats/rdma | awk '{s += \$1 + \$3} END {print s + 0}') -gt $io0 ]" ||
+	diag 'no IO on the paths after 30 s'
 rm_fail=0
 for p in "${pairs[@]:0:$NRM}"; do
 	[ -e "$cls/paths/$p" ] || continue
