@@ -11,21 +11,26 @@
 //! - `bindings`: bindgen output for ib_verbs, rdma_cm and the C helpers;
 //! - `rtrs_core`: the kernel-independent logic, shared with host tests;
 //! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
-//!   pool, CQs, QPs, DMA-mapped IUs and their completion trampoline);
+//!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, and the
+//!   completion trampolines);
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
-//! - `sync`: `struct completion`, RCU read sections, `synchronize_rcu`;
+//! - `sync`: `struct completion`, RCU read sections, and the ownership
+//!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
+//!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot
+//!   handed between submitter and completion);
 //! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers;
 //! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
 //! - `error`: C's errnos;
 //! - `log`: rate-limited logging for completion context;
-//! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs);
+//! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
+//!   rnbd's callbacks (`LinkEvCb`, `Confirm`);
 //! - `addr`: addresses between rtrs_core's parsed form and `sockaddr`;
 //! - `wq`: the workqueue and the delayed works on it (`DelayedWork`);
 //! - `stats`: per-CPU path statistics;
 //! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
 //!   completion, local invalidation, and taking requests back for failover,
 //!   on a connection seen through the narrow `IoCon` handle;
-//! - `clt`: a connection (`Con`: its CM handler, QP and CQ completions) and
+//! - `clt`: a connection (`Con`: its CM handler, its `ConQp`, completions) and
 //!   what survives a path's reconnects (`PathShared`);
 //! - `conns`: one generation of a path's connections (`PathConns`): init_conns,
 //!   create_cm, the INFO exchange, and teardown;
