@@ -341,18 +341,23 @@ impl DevRef {
         unsafe { (*self.pd.as_ptr()).local_dma_lkey }
     }
 
+    /// The `struct ib_device`.
+    fn dev(&self) -> &bindings::ib_device {
+        // SAFETY: The device outlives this reference (see `find_or_add`);
+        // the fields read here do not change while it is registered.
+        unsafe { &*self.ib_dev }
+    }
+
     /// Device attributes (`ib_dev->attrs`).
     pub(crate) fn attrs(&self) -> &bindings::ib_device_attr {
-        // SAFETY: The device outlives this reference (see `find_or_add`) and
-        // its attributes do not change while it is registered.
-        unsafe { &(*self.ib_dev).attrs }
+        &self.dev().attrs
     }
 
     /// Number of completion vectors of the device.
     pub(crate) fn num_comp_vectors(&self) -> u32 {
-        // SAFETY: As in `attrs`.
-        let n = unsafe { (*self.ib_dev).num_comp_vectors };
-        u32::try_from(n).unwrap_or(1).max(1)
+        u32::try_from(self.dev().num_comp_vectors)
+            .unwrap_or(1)
+            .max(1)
     }
 
     /// Another counted reference to the same entry (`dev_ref++` of C).
@@ -751,19 +756,12 @@ impl<D: IuDone> Iu<D> {
 
     /// Fills the buffer with `f` and hands it back to the device
     /// (`ib_dma_sync_single_for_device`). The IU must not be posted.
-    pub(crate) fn fill_for_device<R>(self: Pin<&mut Self>, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        // SAFETY: Only `buf`'s contents change; nothing is moved out.
-        let this = unsafe { self.get_unchecked_mut() };
-        let r = f(&mut this.buf);
-        // SAFETY: By the type invariant the buffer is mapped on `dev`.
-        unsafe {
-            bindings::rtrs_rs_ib_dma_sync_single_for_device(
-                this.dev,
-                this.dma_addr,
-                this.size,
-                this.dir,
-            )
-        };
+    pub(crate) fn fill_for_device<R>(
+        mut self: Pin<&mut Self>,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
+        let r = f(self.as_mut().buf_mut());
+        self.sync_for_device();
         r
     }
 
