@@ -10,6 +10,7 @@
 //! QP's context) that outlives its cm id and QP (see `conns::ConSlot`).
 
 use core::pin::Pin;
+use core::ptr::NonNull;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU8, Ordering,
 };
@@ -427,15 +428,30 @@ pub(crate) struct ConInner {
 }
 
 /// A connection's QP with the CQ it completes on and the receive buffers
-/// posted on it (`create_con_cq_qp`). Fields drop in order: the QP first,
-/// so nothing posted on it outlives what it uses.
+/// posted on it (`create_con_cq_qp`). Dropping it drains the QP first (if
+/// teardown did not), then destroys the QP, the IUs and the CQ in field
+/// order: nothing posted outlives what it uses.
+///
+/// # Invariants
+///
+/// `empty_cqe` is the `io_comp_cqe` of the connection that owns this (in
+/// `Con::qp`), which outlives it.
 pub(crate) struct ConQp {
     qp: Qp<Con>,
     /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in
     /// NEW_RKEY mode).
     rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
     cq: Cq,
+    empty_cqe: NonNull<bindings::ib_cqe>,
+    lkey: u32,
+    drained: AtomicBool,
 }
+
+// SAFETY: `empty_cqe` is only handed to the verbs core (type invariant);
+// the rest is `Send` and `Sync`.
+unsafe impl Send for ConQp {}
+// SAFETY: As above.
+unsafe impl Sync for ConQp {}
 
 impl ConQp {
     /// The QP.
@@ -443,22 +459,33 @@ impl ConQp {
         &self.qp
     }
 
-    /// `ib_drain_qp`. Process context.
+    /// `ib_drain_qp`: every request posted is flushed when it returns.
+    /// Process context.
     pub(crate) fn drain(&self) {
         self.qp.drain();
+        self.drained.store(true, Ordering::Release);
     }
 
     /// A receive into `rsp_ius[i]` (NEW_RKEY mode, and cid 0), or without
-    /// a buffer on `con.io_comp_cqe` (`rtrs_post_recv_empty`).
-    pub(crate) fn post_recv(&self, con: &Con, i: Option<usize>) -> Result {
+    /// a buffer on `io_comp_cqe` (`rtrs_post_recv_empty`).
+    pub(crate) fn post_recv(&self, i: Option<usize>) -> Result {
         match i {
             Some(i) => {
                 let iu = self.rsp_ius.get(i).ok_or(EINVAL)?;
-                // SAFETY: The IU is ours and outlives the QP (field order).
-                unsafe { self.qp.post_recv(iu, con.lkey()) }
+                // SAFETY: The IU is ours, and we drain the QP before it goes.
+                unsafe { self.qp.post_recv(iu, self.lkey) }
             }
-            // SAFETY: `io_comp_cqe` lives as long as `con`, which owns us.
-            None => unsafe { post_recv_raw(self.qp.as_ptr(), con.io_comp_cqe.get(), 0, 0, 0) },
+            // SAFETY: `empty_cqe` outlives us (type invariant), and so the
+            // drain in our drop.
+            None => unsafe { post_recv_raw(self.qp.as_ptr(), self.empty_cqe.as_ptr(), 0, 0, 0) },
+        }
+    }
+}
+
+impl Drop for ConQp {
+    fn drop(&mut self) {
+        if !self.drained.load(Ordering::Acquire) {
+            self.qp.drain();
         }
     }
 }
@@ -686,9 +713,18 @@ impl Con {
         // the connection go; `ConQp` drops the QP before its CQ and IUs.
         let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
             .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
-        let q = KBox::new(ConQp { qp, rsp_ius, cq }, GFP_KERNEL)?;
-        if self.qp.replace(Some(q)).is_some() {
-            // Cannot happen: ROUTE_RESOLVED comes once per cm id.
+        let empty_cqe = NonNull::new(self.io_comp_cqe.get()).ok_or(EINVAL)?;
+        // INVARIANT: our `io_comp_cqe`; `self.qp` holds it.
+        let q = ConQp {
+            qp,
+            rsp_ius,
+            cq,
+            empty_cqe,
+            lkey: self.lkey(),
+            drained: AtomicBool::new(false),
+        };
+        if self.qp.replace(Some(KBox::new(q, GFP_KERNEL)?)).is_some() {
+            // Cannot happen: ADDR_RESOLVED comes once per cm id.
             pr_err!("{}: QP created twice\n", self.sess());
         }
         Ok(())
@@ -963,7 +999,7 @@ impl Con {
     /// `rtrs_post_recv_empty`: a receive without buffer on `io_comp_cqe`.
     fn post_recv_empty(&self) -> Result {
         let g = RcuGuard::new();
-        self.qp(&g).ok_or(econnaborted())?.post_recv(self, None)
+        self.qp(&g).ok_or(econnaborted())?.post_recv(None)
     }
 
     /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`; ECONNABORTED

@@ -42,7 +42,7 @@ impl Drop for ConSlot {
     fn drop(&mut self) {
         let mut inner = self.con.con_mutex.lock();
         inner.destroyed = true;
-        // Taken out by teardown already, unless a late ROUTE_RESOLVED made
+        // Taken out by teardown already, unless a late ADDR_RESOLVED made
         // one since: it goes before the cm id.
         drop(self.con.take_qp());
         drop(inner.dev.take());
@@ -225,7 +225,7 @@ impl PathConns {
             let g = RcuGuard::new();
             let qp = con.qp(&g).ok_or(EINVAL)?;
             for i in 0..q {
-                qp.post_recv(con, new_rkey.then_some(i))
+                qp.post_recv(new_rkey.then_some(i))
                     .inspect_err(|e| pr_err!("{}: post_recv_io(), err: {:?}\n", con.sess(), e))?;
             }
         }
@@ -355,8 +355,11 @@ impl PathConns {
         // itself).
         let mut taken = KVec::new();
         for slot in self.cons.iter() {
+            // A late ADDR_RESOLVED creates nothing from now on.
+            slot.con.con_mutex.lock().destroyed = true;
             slot.cm_id.disconnect();
-            // On ENOMEM this one waits for its grace period right here.
+            // On ENOMEM this one is drained and destroyed right here, after
+            // its grace period (`ConQp` drains when dropped).
             let _ = taken.push(slot.con.take_qp(), GFP_KERNEL);
         }
         let mut qps = KVec::new();
