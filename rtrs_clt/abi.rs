@@ -98,20 +98,17 @@ impl LinkEvCb {
 /// # Invariants
 ///
 /// `f`, when set, may be called with `priv_` from any context, once per
-/// request that `rtrs_clt_request` accepted (rtrs.h's contract).
-#[derive(Clone, Copy)]
+/// request that `rtrs_clt_request` accepted (rtrs.h's contract). There is
+/// one `Confirm` per request: calling it consumes it.
 pub(crate) struct Confirm {
     f: ConfFn,
     priv_: *mut c_void,
 }
 
-impl Confirm {
-    /// No callback (an idle request slot).
-    pub(crate) const NONE: Self = Self {
-        f: None,
-        priv_: core::ptr::null_mut(),
-    };
+// SAFETY: rnbd's callback may be called from any context (type invariant).
+unsafe impl Send for Confirm {}
 
+impl Confirm {
     /// # Safety
     ///
     /// `ops` is what `rtrs_clt_request` was given for the request this

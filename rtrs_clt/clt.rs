@@ -515,9 +515,6 @@ pub(crate) struct Con {
     /// for posting and polling from any context under an `RcuGuard`; set
     /// once by `create_con_cq_qp`, taken out by teardown.
     qp: RcuBox<ConQp>,
-    /// Held while a caller polls a poll connection's CQ: polls of one CQ
-    /// never run concurrently.
-    poll_busy: AtomicBool,
     #[pin]
     pub(crate) con_mutex: Mutex<ConInner>,
 }
@@ -552,7 +549,6 @@ impl Con {
             io_comp_cqe: Opaque::new(cqe_of::<IoCompDone>()),
             fast_reg_cqe: Opaque::new(cqe_of::<FastRegDone<Con>>()),
             qp: RcuBox::empty(),
-            poll_busy: AtomicBool::new(false),
             con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
         }? Error)
     }
@@ -561,14 +557,8 @@ impl Con {
     /// of completions processed, 0 if this is not a poll connection, it is
     /// being torn down, or another caller is polling it right now.
     pub(crate) fn poll_direct(&self) -> i32 {
-        if self.poll_busy.swap(true, Ordering::Acquire) {
-            return 0;
-        }
         let g = RcuGuard::new();
-        let n = self.qp.get(&g).map_or(0, |q| q.cq.process_direct());
-        drop(g);
-        self.poll_busy.store(false, Ordering::Release);
-        n
+        self.qp.get(&g).map_or(0, |q| q.cq.process_direct())
     }
 
     /// The QP, CQ and receive buffers while `g` is held, once created.
@@ -885,10 +875,15 @@ impl Con {
                         Some(iu) => unsafe { iu.repost_recv(wc.qp, self.lkey()) },
                         None => self.post_recv_empty(),
                     };
-                    if let Err(e) = res {
-                        pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
-                        path.error_recovery();
-                        return;
+                    match res {
+                        Ok(()) => {}
+                        // Teardown took the QP: it drains the rest.
+                        Err(e) if e == econnaborted() => return,
+                        Err(e) => {
+                            pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
+                            path.error_recovery();
+                            return;
+                        }
                     }
                 }
             }
@@ -990,9 +985,14 @@ impl Con {
     /// `rtrs_send_hb_ack`: an empty RDMA_WRITE_WITH_IMM carrying HB_ACK on
     /// this (cid 0) QP, signaled every `signal_interval` sends.
     fn send_hb_ack(&self) {
-        if let Err(e) = self.post_imm_empty(imm::RTRS_HB_ACK_IMM_VAL) {
-            pr_err_rl!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
-            self.path().error_recovery();
+        match self.post_imm_empty(imm::RTRS_HB_ACK_IMM_VAL) {
+            Ok(()) => {}
+            // Teardown took the QP.
+            Err(e) if e == econnaborted() => {}
+            Err(e) => {
+                pr_err_rl!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
+                self.path().error_recovery();
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 //! slot belongs to the holder of permit `mem_id` until it is posted, then
 //! to the completion path until `conf` is called.
 
+use core::cell::Cell;
 use core::marker::PhantomData;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
@@ -110,13 +111,28 @@ struct RemoteChunk {
     rkey: u32,
 }
 
+/// What the caller of `rtrs_clt_request` hands over with a request: its
+/// callback and its data. Whoever holds it answers for the request: the
+/// slot that posted it, failover looking for another path, or the caller
+/// again if no path takes it.
+pub(crate) struct UserReq {
+    pub(crate) conf: Confirm,
+    pub(crate) sg: SgList,
+}
+
+/// A request's data list in a slot.
+enum SgData {
+    /// No entries (a request without data), or not mapped yet.
+    List(SgList),
+    /// Mapped for this request.
+    Mapped(MappedSg),
+}
+
 /// What a request slot carries between submission and completion.
-#[derive(Clone, Copy)]
 struct ReqIo {
-    conf: Confirm,
-    sg: SgList,
-    /// The data list as mapped for this request, if it has data.
-    mapped: Option<MappedSg>,
+    /// The caller's callback and data, while the slot answers for them.
+    conf: Option<Confirm>,
+    data: Option<SgData>,
     /// `mp_policy == MP_POLICY_MIN_INFLIGHT` when posted: `inflight` counts it.
     min_inflight: bool,
     /// What failover needs to post the request again elsewhere
@@ -129,10 +145,17 @@ struct ReqIo {
 }
 
 impl ReqIo {
+    /// Whether the data list is mapped (the MR registers it).
+    fn mapped(&self) -> Option<&MappedSg> {
+        match &self.data {
+            Some(SgData::Mapped(m)) => Some(m),
+            _ => None,
+        }
+    }
+
     const IDLE: Self = Self {
-        conf: Confirm::NONE,
-        sg: SgList::EMPTY,
-        mapped: None,
+        conf: None,
+        data: None,
         min_inflight: false,
         read: false,
         usr_len: 0,
@@ -171,7 +194,8 @@ pub(crate) struct Req<C: IoCon> {
 }
 
 // SAFETY: `inv_cqe` is written only at creation and then used by the verbs
-// core; the rest is `Send` and `Sync`.
+// core; `slot` hands its data between threads (`SlotCell`), and the rest is
+// `Send` and `Sync`.
 unsafe impl<C: IoCon> Send for Req<C> {}
 // SAFETY: As above.
 unsafe impl<C: IoCon> Sync for Req<C> {}
@@ -193,11 +217,14 @@ pub(crate) struct IoCtx<C: IoCon> {
 /// back from a failed path, with the user header from the old slot's IU).
 pub(crate) struct ReqDesc<'a> {
     pub(crate) read: bool,
-    pub(crate) conf: Confirm,
     pub(crate) usr: UsrHdr<'a>,
     pub(crate) usr_len: usize,
     pub(crate) data_len: usize,
-    pub(crate) sg: SgList,
+    /// The number of entries of the data list.
+    pub(crate) sg_nents: u32,
+    /// The caller's callback and data: taken by the slot that posts the
+    /// request, given back here if it cannot.
+    pub(crate) user: Cell<Option<UserReq>>,
     /// The permit's `con_type`, `cpu_id` and `mem_id`.
     pub(crate) con_type: u32,
     pub(crate) cpu_id: u32,
@@ -332,9 +359,8 @@ impl<C: IoCon> IoCtx<C> {
         } = *sub;
         let sess = con.sess();
         own.io = ReqIo {
-            conf: a.conf,
-            sg: a.sg,
-            mapped: None,
+            conf: None,
+            data: None,
             min_inflight,
             read: a.read,
             usr_len: a.usr_len,
@@ -352,25 +378,41 @@ impl<C: IoCon> IoCtx<C> {
             pr_warn_rl!("{}: {}\n", sess, e);
             return Err(e.into());
         }
-        if a.sg.nents() > 0 {
+        let Some(user) = a.user.take() else {
+            return Err(EINVAL);
+        };
+        let data = if a.sg_nents > 0 {
             let dir = if a.read {
                 bindings::dma_data_direction_DMA_FROM_DEVICE
             } else {
                 bindings::dma_data_direction_DMA_TO_DEVICE
             };
-            let Some(m) = a.sg.dma_map(&self.dev, dir) else {
-                pr_warn_rl!("{}: {} request failed, dma map failed\n", sess, rw(a.read));
-                return Err(EINVAL);
-            };
-            own.io.mapped = Some(m);
-        }
-        self.post(sub, own).map_err(|(e, own)| {
-            req.need_inval.store(false, Ordering::Relaxed);
-            if let Some(mut own) = own {
-                self.unmap(&mut own);
+            match user.sg.dma_map(&self.dev, dir) {
+                Ok(m) => SgData::Mapped(m),
+                Err(sg) => {
+                    a.user.set(Some(UserReq {
+                        conf: user.conf,
+                        sg,
+                    }));
+                    pr_warn_rl!("{}: {} request failed, dma map failed\n", sess, rw(a.read));
+                    return Err(EINVAL);
+                }
             }
-            e
-        })
+        } else {
+            SgData::List(user.sg)
+        };
+        own.io.conf = Some(user.conf);
+        own.io.data = Some(data);
+        match self.post(sub, own) {
+            Ok(()) => Ok(()),
+            Err((e, Some(mut own))) => {
+                req.need_inval.store(false, Ordering::Relaxed);
+                a.user.set(self.take_user(&mut own.io));
+                Err(e)
+            }
+            // A completion took the slot and answered the request.
+            Err((_, None)) => Ok(()),
+        }
     }
 
     /// The header message in the IU after the user header, and the SGEs
@@ -469,9 +511,10 @@ impl<C: IoCon> IoCtx<C> {
             min_inflight,
         } = *sub;
         let sess = con.sess();
-        let mapped = own.io.mapped;
-        if let Some(m) = &mapped {
-            let nr = own.mr.map_sg(m);
+        let o = &mut *own;
+        let fr_en = o.io.mapped().is_some();
+        if let Some(m) = o.io.mapped() {
+            let nr = o.mr.map_sg(m);
             if nr != m.count() {
                 let e = if nr < 0 { nr } else { EINVAL.to_errno() };
                 pr_err_rl!(
@@ -483,7 +526,6 @@ impl<C: IoCon> IoCtx<C> {
                 return Err((Error::from_errno(e), Some(own)));
             }
         }
-        let fr_en = mapped.is_some();
         let b = match self.build(&mut own, rbuf, a, fr_en) {
             Ok(b) => b,
             Err(e) => return Err((e, Some(own))),
@@ -553,10 +595,16 @@ impl<C: IoCon> IoCtx<C> {
         Ok(())
     }
 
-    fn unmap(&self, own: &mut ReqOwned<C>) {
-        if let Some(m) = own.io.mapped.take() {
-            m.unmap(&self.dev);
-        }
+    /// Takes the caller's part out of a slot, the data list unmapped.
+    fn take_user(&self, io: &mut ReqIo) -> Option<UserReq> {
+        let sg = match io.data.take()? {
+            SgData::List(l) => l,
+            SgData::Mapped(m) => m.unmap(&self.dev),
+        };
+        Some(UserReq {
+            conf: io.conf.take()?,
+            sg,
+        })
     }
 
     /// `process_io_rsp`. CQ context.
@@ -578,7 +626,7 @@ impl<C: IoCon> IoCtx<C> {
         let Some(mut own) = req.slot.take_posted() else {
             return;
         };
-        if own.io.mapped.is_some() && req.need_inval.load(Ordering::Acquire) {
+        if own.io.mapped().is_some() && req.need_inval.load(Ordering::Acquire) {
             req.inv_errno.store(errno, Ordering::Release);
             let rkey = own.mr.get().rkey;
             // The invalidation's completion takes the slot.
@@ -586,8 +634,11 @@ impl<C: IoCon> IoCtx<C> {
             match self.post_inv(con, req, rkey) {
                 Ok(()) => return,
                 Err(e) => {
-                    // C leaves the request hanging here; finish it.
-                    pr_err_rl!("{}: Send INV WR key={:#x}: {:?}\n", con.sess(), rkey, e);
+                    // C leaves the request hanging here; finish it. Quietly
+                    // once teardown took the QP: C's flush completes it so.
+                    if e != econnaborted() {
+                        pr_err_rl!("{}: Send INV WR key={:#x}: {:?}\n", con.sess(), rkey, e);
+                    }
                     req.need_inval.store(false, Ordering::Release);
                     match req.slot.take_posted() {
                         Some(o) => own = o,
@@ -596,9 +647,9 @@ impl<C: IoCon> IoCtx<C> {
                 }
             }
         }
-        self.unmap(&mut own);
-        let io = own.io;
-        if io.min_inflight {
+        let user = self.take_user(&mut own.io);
+        let (min_inflight, read) = (own.io.min_inflight, own.io.read);
+        if min_inflight {
             con.stats().dec_inflight();
         }
         drop(own);
@@ -606,11 +657,13 @@ impl<C: IoCon> IoCtx<C> {
             pr_err_rl!(
                 "{}: IO {} request failed: error={}\n",
                 con.sess(),
-                if io.read { "read" } else { "write" },
+                if read { "read" } else { "write" },
                 errno
             );
         }
-        io.conf.call(errno);
+        if let Some(u) = user {
+            u.conf.call(errno);
+        }
     }
 
     /// `fail_all_outstanding_reqs` over the slots of a drained path: each
@@ -627,8 +680,8 @@ impl<C: IoCon> IoCtx<C> {
             let Some(mut own) = req.slot.take_posted() else {
                 continue;
             };
-            self.unmap(&mut own);
-            let io = own.io;
+            let user = self.take_user(&mut own.io);
+            let io = &own.io;
             if io.min_inflight {
                 stats.dec_inflight();
             }
@@ -636,17 +689,19 @@ impl<C: IoCon> IoCtx<C> {
             let usr = own.iu.buf().get(..io.usr_len).unwrap_or(&[]);
             let fr = ReqDesc {
                 read: io.read,
-                conf: io.conf,
                 usr: UsrHdr::Bytes(usr),
                 usr_len: usr.len(),
                 data_len: io.data_len,
-                sg: io.sg,
+                sg_nents: user.as_ref().map_or(0, |u| u.sg.nents()),
+                user: Cell::new(user),
                 con_type: io.con_type,
                 cpu_id: io.cpu_id,
                 mem_id: u32::try_from(i).unwrap_or(u32::MAX),
             };
             if let Err(e) = failover(&fr) {
-                io.conf.call(e.to_errno());
+                if let Some(u) = fr.user.take() {
+                    u.conf.call(e.to_errno());
+                }
             }
         }
     }

@@ -35,7 +35,7 @@ const RECONNECT_WORK: u64 = 2;
 /// What a path asks of the session that owns it (C's `path->clt`). The
 /// session implements it, so that a path does not depend on the session's
 /// type: the layers import downward only.
-pub(crate) trait PathOwner: Sync {
+pub(crate) trait PathOwner: Send + Sync {
     /// `rtrs_clt_path_up` for the session: counts the path (under `link`).
     fn path_up(&self, link: &Mutex<RtrsCltPathLink>);
     /// `rtrs_clt_path_down` for the session.

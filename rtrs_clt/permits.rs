@@ -43,12 +43,12 @@ impl Drop for Permits {
 }
 
 impl Permits {
-    /// `alloc_permits`.
     /// `queue_depth`: the number of permits (the session's one copy).
     pub(crate) fn queue_depth(&self) -> u32 {
         self.queue_depth
     }
 
+    /// `alloc_permits`.
     pub(crate) fn new(queue_depth: u32, pdu_sz: usize) -> Result<Self> {
         let qd = usize::try_from(queue_depth).map_err(|_| EINVAL)?;
         // Rounded to 8 bytes so that each permit is aligned (C: unrounded;

@@ -57,8 +57,8 @@
 //! 5. `DevPool::list` (the per-device PD pool).
 //!
 //! `Sess::paths_ev` (`paths_up`) is taken by `path_up`/`path_down` (which
-//! call rnbd's `link_ev` under it, as C does) and by `Sess::open` when it
-//! links the paths (under `paths_mutex`, which keeps the list's entries).
+//! call rnbd's `link_ev` under it, as C does, once the session has opened)
+//! and by `Sess::open` to end the opening.
 //! `PathShared::link` (a path's `established` and `reconnect_attempts`) is
 //! a leaf: taken after `paths_ev` or `inner`, or alone.
 //!

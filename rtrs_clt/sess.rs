@@ -7,6 +7,7 @@
 //! connected session. IO walks the path list under RCU without a lock;
 //! paths are added and removed under `paths_mutex` (see `RcuArray`).
 
+use core::cell::Cell;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
@@ -22,7 +23,7 @@ use crate::addr::{from_rtrs_sockaddr, to_rtrs_sockaddr};
 use crate::bindings;
 use crate::clt::{PathArgs, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize};
-use crate::io::ReqDesc;
+use crate::io::{ReqDesc, UserReq};
 use crate::kobj::{PathKobj, SessDev};
 use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
@@ -570,11 +571,11 @@ impl Sess {
         let usr_len = usr.len().ok_or(emsgsize())?;
         let r = ReqDesc {
             read,
-            conf,
             usr,
             usr_len,
             data_len,
-            sg,
+            sg_nents: sg.nents(),
+            user: Cell::new(Some(UserReq { conf, sg })),
             con_type: permit.con_type,
             cpu_id: permit.cpu_id,
             mem_id: permit.mem_id,
@@ -586,7 +587,7 @@ impl Sess {
     /// offers the request to the CONNECTED paths in the policy's order, each
     /// at most once, until one posts it. Never sleeps.
     fn issue(&self, r: &ReqDesc<'_>, failover: bool) -> Result {
-        let sg_cnt = usize::try_from(r.sg.nents()).unwrap_or(usize::MAX);
+        let sg_cnt = usize::try_from(r.sg_nents).unwrap_or(usize::MAX);
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
         let guard = RcuGuard::new();
         // The policies read the live list, one path at a time, as C does.

@@ -517,7 +517,7 @@ pub(crate) struct OnceBox<T> {
     _own: PhantomData<KBox<T>>,
 }
 
-impl<T> OnceBox<T> {
+impl<T: Send + Sync> OnceBox<T> {
     /// Not set.
     pub(crate) const fn empty() -> Self {
         Self {

@@ -11,6 +11,7 @@
 use core::marker::PhantomData;
 use core::pin::Pin;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::c_int;
@@ -421,6 +422,8 @@ pub(crate) enum Cq {
     Own {
         /// The CQ.
         cq: NonNull<bindings::ib_cq>,
+        /// Held while a caller polls it: polls never run concurrently.
+        busy: AtomicBool,
     },
 }
 
@@ -462,26 +465,34 @@ impl Cq {
         })?;
         let cq = NonNull::new(cq).ok_or(ENOMEM)?;
         // INVARIANT: just allocated.
-        Ok(Cq::Own { cq })
+        Ok(Cq::Own {
+            cq,
+            busy: AtomicBool::new(false),
+        })
     }
 
     /// The raw CQ, for the QP attributes.
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_cq {
         match self {
-            Cq::Pool { cq, .. } | Cq::Own { cq } => cq.as_ptr(),
+            Cq::Pool { cq, .. } | Cq::Own { cq, .. } => cq.as_ptr(),
         }
     }
 
-    /// `ib_process_cq_direct(cq, -1)` of an IB_POLL_DIRECT CQ (0 for a pool
-    /// CQ, which the core polls): the number of completions processed. The
-    /// caller makes sure no other poll of this CQ runs at the same time.
+    /// `ib_process_cq_direct(cq, -1)` of an IB_POLL_DIRECT CQ: the number
+    /// of completions processed; 0 for a pool CQ (the core polls it) or
+    /// while another caller polls this one.
     pub(crate) fn process_direct(&self) -> kernel::ffi::c_int {
-        match self {
-            Cq::Pool { .. } => 0,
-            // SAFETY: By the type invariant the CQ is live, allocated with
-            // IB_POLL_DIRECT.
-            Cq::Own { cq } => unsafe { bindings::ib_process_cq_direct(cq.as_ptr(), -1) },
+        let Cq::Own { cq, busy } = self else {
+            return 0;
+        };
+        if busy.swap(true, Ordering::Acquire) {
+            return 0;
         }
+        // SAFETY: By the type invariant the CQ is live, allocated with
+        // IB_POLL_DIRECT; `busy` keeps other polls out.
+        let n = unsafe { bindings::ib_process_cq_direct(cq.as_ptr(), -1) };
+        busy.store(false, Ordering::Release);
+        n
     }
 }
 
@@ -492,7 +503,7 @@ impl Drop for Cq {
             // `nr_cqe` entries; the QP using it is already destroyed (owner's order).
             Cq::Pool { cq, nr_cqe } => unsafe { bindings::ib_cq_pool_put(cq.as_ptr(), *nr_cqe) },
             // SAFETY: By the type invariant the CQ is ours; its QP is gone.
-            Cq::Own { cq } => unsafe { bindings::ib_free_cq(cq.as_ptr()) },
+            Cq::Own { cq, .. } => unsafe { bindings::ib_free_cq(cq.as_ptr()) },
         }
     }
 }
@@ -501,18 +512,22 @@ impl Drop for Cq {
 // A caller's scatterlist and the fast-registration MR
 // ---------------------------------------------------------------------------
 
-/// The scatterlist of a request (`struct scatterlist *` and its entries).
+/// The scatterlist of a request (`struct scatterlist *` and its entries),
+/// owned by whoever is answerable for the request: mapping consumes it,
+/// unmapping gives it back.
 ///
 /// # Invariants
 ///
 /// `sg` points to `nents` entries that stay valid, and are DMA-mapped by
 /// nobody else, until the request is confirmed (rtrs.h's contract for
 /// `rtrs_clt_request`); `nents` is 0 for a request without data.
-#[derive(Clone, Copy)]
 pub(crate) struct SgList {
     sg: *mut bindings::scatterlist,
     nents: u32,
 }
+
+// SAFETY: The list may be mapped and unmapped from any thread (rtrs.h).
+unsafe impl Send for SgList {}
 
 impl SgList {
     /// No data.
@@ -537,31 +552,41 @@ impl SgList {
         self.nents
     }
 
-    /// `ib_dma_map_sg`: `None` if there is nothing to map or it failed.
+    /// `ib_dma_map_sg` on `dev`; the list back if it has no entries or
+    /// the mapping failed.
     pub(crate) fn dma_map(
-        &self,
+        self,
         dev: &DevRef,
         dir: bindings::dma_data_direction,
-    ) -> Option<MappedSg> {
-        let n = c_int::try_from(self.nents).ok().filter(|&n| n > 0)?;
-        // SAFETY: By the type invariant the list has `n` valid entries; the
-        // device is registered (`dev`).
+    ) -> core::result::Result<MappedSg, SgList> {
+        let Some(n) = c_int::try_from(self.nents).ok().filter(|&n| n > 0) else {
+            return Err(self);
+        };
+        // SAFETY: By the type invariant the list has `n` valid entries,
+        // mapped by nobody else (we own it); the device is registered (`dev`).
         let count = unsafe { bindings::rtrs_rs_ib_dma_map_sg(dev.ib_dev(), self.sg, n, dir) };
-        (count > 0).then_some(MappedSg {
-            sg: *self,
+        if count <= 0 {
+            return Err(self);
+        }
+        Ok(MappedSg {
+            sg: self,
             count,
             dir,
+            dev: dev.ib_dev(),
         })
     }
 }
 
-/// An [`SgList`] mapped for DMA with `count` mapped entries.
-#[derive(Clone, Copy)]
+/// An [`SgList`] mapped for DMA on `dev`, with `count` mapped entries.
 pub(crate) struct MappedSg {
     sg: SgList,
     count: c_int,
     dir: bindings::dma_data_direction,
+    dev: *mut bindings::ib_device,
 }
+
+// SAFETY: As `SgList`; `dev` is only compared.
+unsafe impl Send for MappedSg {}
 
 impl MappedSg {
     /// The number of mapped entries (what `Mr::map_sg` must map).
@@ -569,12 +594,19 @@ impl MappedSg {
         self.count
     }
 
-    /// `ib_dma_unmap_sg` on the device it was mapped on.
-    pub(crate) fn unmap(self, dev: &DevRef) {
+    /// `ib_dma_unmap_sg` on `dev`, the device it was mapped on; the list
+    /// back. (On another device it stays mapped, and this logs.)
+    pub(crate) fn unmap(self, dev: &DevRef) -> SgList {
+        if dev.ib_dev() != self.dev {
+            pr_err!("rtrs: scatterlist unmapped on another device; left mapped\n");
+            return self.sg;
+        }
         let n = c_int::try_from(self.sg.nents).unwrap_or(0);
-        // SAFETY: Mapped by `SgList::dma_map` with these arguments; the
-        // list is valid until confirmed (`SgList` invariant).
+        // SAFETY: Mapped by `SgList::dma_map` with these arguments on this
+        // device, once (`self` is consumed); the list is valid until
+        // confirmed (`SgList` invariant).
         unsafe { bindings::rtrs_rs_ib_dma_unmap_sg(dev.ib_dev(), self.sg.sg, n, self.dir) };
+        self.sg
     }
 }
 
