@@ -585,12 +585,14 @@ impl<C: IoCon> IoCtx<C> {
         // live as long as `con` and `req`, and expect a `C`.
         let res = unsafe { qp.post_send_wr(head) };
         if let Err(e) = res {
-            if min_inflight {
+            pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
+            // Nothing was posted, so only a bogus response can have taken
+            // the slot; then it completed the request and counted it.
+            let own = req.slot.take_posted();
+            if own.is_some() && min_inflight {
                 con.stats().dec_inflight();
             }
-            pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
-            // Nothing was posted, so no completion took the slot back.
-            return Err((e, req.slot.take_posted()));
+            return Err((e, own));
         }
         Ok(())
     }
