@@ -219,11 +219,13 @@ fi
 # step (device_del of the sysfs root) waits for that store.
 echo 1 > "$(d1)/disconnect"
 mp_path_cut 1
-rm -f /tmp/lim-rc.txt
-(timeout 200 sh -c "echo 1 > '$(d1)/reconnect'" 2>/dev/null; echo "reconnect store returned $?" > /tmp/lim-rc.txt) &
+rm -f /tmp/lim-rc.txt /tmp/lim-wpid
+(timeout 200 sh -c "echo \$\$ > /tmp/lim-wpid; echo 1 > '$(d1)/reconnect'" 2>/dev/null; echo "reconnect store returned $?" > /tmp/lim-rc.txt) &
 rc_pid=$!
-sleep 3
-# The race needs the store still blocked in the connect when close starts.
+# The race needs the store still running (blocked in the connect) when
+# close starts: wait until the writer is inside write(2) (syscall 1).
+wait_for 20 sh -c 'read -r w < /tmp/lim-wpid && read -r nr _ < /proc/$w/syscall && [ "$nr" = 1 ]' ||
+	diag "the reconnect store is not in write(2) after 20 s"
 blocked=$([ -e /tmp/lim-rc.txt ] && echo no || echo yes)
 ts "unmap with path 1 reconnecting (store still running: $blocked) and $(( n - 1 )) paths up"
 if timeout 200 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $S" && [ "$blocked" = yes ]; then
