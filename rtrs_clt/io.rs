@@ -131,8 +131,7 @@ enum SgData {
 /// What a request slot carries between submission and completion.
 struct ReqIo {
     /// The caller's callback and data, while the slot answers for them.
-    conf: Option<Confirm>,
-    data: Option<SgData>,
+    user: Option<(Confirm, SgData)>,
     /// `mp_policy == MP_POLICY_MIN_INFLIGHT` when posted: `inflight` counts it.
     min_inflight: bool,
     /// What failover needs to post the request again elsewhere
@@ -147,15 +146,14 @@ struct ReqIo {
 impl ReqIo {
     /// Whether the data list is mapped (the MR registers it).
     fn mapped(&self) -> Option<&MappedSg> {
-        match &self.data {
-            Some(SgData::Mapped(m)) => Some(m),
+        match &self.user {
+            Some((_, SgData::Mapped(m))) => Some(m),
             _ => None,
         }
     }
 
     const IDLE: Self = Self {
-        conf: None,
-        data: None,
+        user: None,
         min_inflight: false,
         read: false,
         usr_len: 0,
@@ -317,7 +315,13 @@ impl<C: IoCon> IoCtx<C> {
     /// `rtrs_clt_init_req` + `rtrs_clt_read_req`/`rtrs_clt_write_req` on
     /// `con`. On error the slot is free again and nothing was posted.
     /// `min_inflight`: the session's policy is MIN_INFLIGHT (`req->mp_policy`).
-    pub(crate) fn submit(&self, con: &C, a: &ReqDesc<'_>, min_inflight: bool) -> Result {
+    pub(crate) fn submit<'g>(
+        &self,
+        con: &'g C,
+        g: &'g RcuGuard,
+        a: &ReqDesc<'_>,
+        min_inflight: bool,
+    ) -> Result {
         let idx = usize::try_from(a.mem_id).map_err(|_| EINVAL)?;
         let (Some(req), Some(&raddr), Some(rkey)) = (
             self.reqs.get(idx),
@@ -326,8 +330,7 @@ impl<C: IoCon> IoCtx<C> {
         ) else {
             return Err(EINVAL);
         };
-        let g = RcuGuard::new();
-        let qp = con.qp(&g).ok_or(econnaborted())?;
+        let qp = con.qp(g).ok_or(econnaborted())?;
         let Some(own) = req.slot.take_free() else {
             pr_err_rl!("{}: request slot {} busy\n", con.sess(), a.mem_id);
             return Err(EBUSY);
@@ -359,8 +362,7 @@ impl<C: IoCon> IoCtx<C> {
         } = *sub;
         let sess = con.sess();
         own.io = ReqIo {
-            conf: None,
-            data: None,
+            user: None,
             min_inflight,
             read: a.read,
             usr_len: a.usr_len,
@@ -401,8 +403,7 @@ impl<C: IoCon> IoCtx<C> {
         } else {
             SgData::List(user.sg)
         };
-        own.io.conf = Some(user.conf);
-        own.io.data = Some(data);
+        own.io.user = Some((user.conf, data));
         match self.post(sub, own) {
             Ok(()) => Ok(()),
             Err((e, Some(mut own))) => {
@@ -419,6 +420,7 @@ impl<C: IoCon> IoCtx<C> {
     /// and remote address of the request.
     fn build(
         &self,
+        sess: &CStr,
         own: &mut ReqOwned<C>,
         rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
@@ -482,7 +484,7 @@ impl<C: IoCon> IoCtx<C> {
         };
         let remote = remote.ok_or(EINVAL)?;
         if sges.iter().take(num_sge).any(|s| s.length == 0) {
-            pr_warn_rl!("Doing RDMA Write failed, no data supplied\n");
+            pr_warn_rl!("{}: Doing RDMA Write failed, no data supplied\n", sess);
             return Err(EINVAL);
         }
         Ok(Built {
@@ -526,7 +528,7 @@ impl<C: IoCon> IoCtx<C> {
                 return Err((Error::from_errno(e), Some(own)));
             }
         }
-        let b = match self.build(&mut own, rbuf, a, fr_en) {
+        let b = match self.build(sess, &mut own, rbuf, a, fr_en) {
             Ok(b) => b,
             Err(e) => return Err((e, Some(own))),
         };
@@ -599,14 +601,12 @@ impl<C: IoCon> IoCtx<C> {
 
     /// Takes the caller's part out of a slot, the data list unmapped.
     fn take_user(&self, io: &mut ReqIo) -> Option<UserReq> {
-        let sg = match io.data.take()? {
+        let (conf, data) = io.user.take()?;
+        let sg = match data {
             SgData::List(l) => l,
             SgData::Mapped(m) => m.unmap(&self.dev),
         };
-        Some(UserReq {
-            conf: io.conf.take()?,
-            sg,
-        })
+        Some(UserReq { conf, sg })
     }
 
     /// `process_io_rsp`. CQ context.

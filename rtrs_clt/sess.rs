@@ -632,7 +632,7 @@ impl Sess {
             let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
                 return Offer::Skipped;
             };
-            match io.submit(con, r, counted) {
+            match io.submit(con, &guard, r, counted) {
                 Ok(()) => {
                     if failover {
                         shared.stats.inc_failover();
