@@ -127,6 +127,11 @@ void *rtrs_rs_per_cpu_ptr(void *p, int cpu)
 	return per_cpu_ptr((void __percpu __force *)p, cpu);
 }
 
+void *rtrs_rs_raw_cpu_ptr(void *p)
+{
+	return raw_cpu_ptr((void __percpu __force *)p);
+}
+
 unsigned int rtrs_rs_next_possible_cpu(int prev)
 {
 	return cpumask_next(prev, cpu_possible_mask);

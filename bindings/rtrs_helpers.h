@@ -78,6 +78,8 @@ void rtrs_rs_waitq_wake(struct wait_queue_head *wq);
 void *rtrs_rs_alloc_percpu(size_t size, size_t align);
 void rtrs_rs_free_percpu(void *p);
 void *rtrs_rs_per_cpu_ptr(void *p, int cpu);
+/* raw_cpu_ptr(p): the slot of the CPU this runs on. */
+void *rtrs_rs_raw_cpu_ptr(void *p);
 /* cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end. */
 unsigned int rtrs_rs_next_possible_cpu(int prev);
 /* cpu < nr_cpu_ids && cpu_possible(cpu). */

@@ -50,7 +50,7 @@ impl<T: Zeroed> PerCpu<T> {
 
     /// `per_cpu_ptr(p, cpu)`; `None` if `cpu` is not a possible CPU.
     pub(crate) fn get(&self, cpu: u32) -> Option<&T> {
-        if cpu >= misc::nr_cpu_ids() || !misc::cpu_possible(cpu) {
+        if !misc::cpu_possible(cpu) {
             return None;
         }
         let c = i32::try_from(cpu).ok()?;
@@ -59,10 +59,12 @@ impl<T: Zeroed> PerCpu<T> {
         Some(unsafe { &*bindings::rtrs_rs_per_cpu_ptr(self.p.as_ptr(), c).cast::<T>() })
     }
 
-    /// The slot of the CPU this runs on (which may change right after: the
-    /// caller only updates atomics in it).
-    pub(crate) fn this_cpu(&self) -> Option<&T> {
-        self.get(misc::this_cpu_id())
+    /// `raw_cpu_ptr(p)`: the slot of the CPU this runs on (which may change
+    /// right after: the caller only updates atomics in it).
+    pub(crate) fn this_cpu(&self) -> &T {
+        // SAFETY: By the type invariant the area holds a valid `T` for every
+        // possible CPU, and the one this runs on is possible.
+        unsafe { &*bindings::rtrs_rs_raw_cpu_ptr(self.p.as_ptr()).cast::<T>() }
     }
 
     /// Every possible CPU's slot, as `for_each_possible_cpu`.

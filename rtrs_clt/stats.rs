@@ -58,9 +58,7 @@ impl PathStats {
     /// `inflight` counts it only if it was sent under MIN_INFLIGHT (the
     /// request remembers that, see `dec_inflight`).
     pub(crate) fn update_all(&self, read: bool, len: u64, min_inflight: bool) {
-        let Some(s) = self.pcpu.this_cpu() else {
-            return;
-        };
+        let s = self.pcpu.this_cpu();
         let (cnt, bytes) = if read {
             (&s.read_cnt, &s.read_bytes)
         } else {
@@ -86,9 +84,10 @@ impl PathStats {
 
     /// `rtrs_clt_inc_failover_cnt`: a request failed over to this path.
     pub(crate) fn inc_failover(&self) {
-        if let Some(s) = self.pcpu.this_cpu() {
-            s.failover_cnt.fetch_add(1, Ordering::Relaxed);
-        }
+        self.pcpu
+            .this_cpu()
+            .failover_cnt
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// `rtrs_clt_update_wc_stats`: a completion for the connection of
