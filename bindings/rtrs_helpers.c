@@ -221,55 +221,16 @@ int rtrs_rs_ib_dereg_mr(struct ib_mr *mr)
 	return ib_dereg_mr(mr);
 }
 
-struct rtrs_rs_dwork {
-	struct delayed_work dw;
-	void (*fn)(struct rtrs_rs_dwork *w, void *ctx);
-	void *ctx;
-	struct workqueue_struct *wq;
-};
-
-static void rtrs_rs_dwork_fn(struct work_struct *work)
+void rtrs_rs_init_delayed_work(struct delayed_work *dw,
+			       void (*fn)(struct work_struct *work))
 {
-	struct rtrs_rs_dwork *w =
-		container_of(to_delayed_work(work), struct rtrs_rs_dwork, dw);
-
-	w->fn(w, w->ctx);
+	INIT_DELAYED_WORK(dw, fn);
 }
 
-struct rtrs_rs_dwork *rtrs_rs_dwork_alloc(void (*fn)(struct rtrs_rs_dwork *w,
-						     void *ctx),
-					  void *ctx, struct workqueue_struct *wq)
+bool rtrs_rs_queue_delayed_work(struct workqueue_struct *wq,
+				struct delayed_work *dw, unsigned int delay_ms)
 {
-	struct rtrs_rs_dwork *w = kzalloc(sizeof(*w), GFP_KERNEL);
-
-	if (!w)
-		return NULL;
-	w->fn = fn;
-	w->ctx = ctx;
-	w->wq = wq;
-	INIT_DELAYED_WORK(&w->dw, rtrs_rs_dwork_fn);
-	return w;
-}
-
-void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, unsigned int delay_ms)
-{
-	queue_delayed_work(w->wq, &w->dw, msecs_to_jiffies(delay_ms));
-}
-
-void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w)
-{
-	cancel_delayed_work_sync(&w->dw);
-	kfree(w);
-}
-
-void rtrs_rs_dwork_cancel_sync(struct rtrs_rs_dwork *w)
-{
-	cancel_delayed_work_sync(&w->dw);
-}
-
-bool rtrs_rs_dwork_flush(struct rtrs_rs_dwork *w)
-{
-	return flush_delayed_work(&w->dw);
+	return queue_delayed_work(wq, dw, msecs_to_jiffies(delay_ms));
 }
 
 void rtrs_rs_rcu_read_lock(void)

@@ -104,17 +104,14 @@ int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
 void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr);
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
 
-/* A delayed work on wq calling fn(w, ctx) (6.12's Rust crate has no DelayedWork). */
-struct rtrs_rs_dwork;
+/* The inlines and macros behind an embedded delayed work (rtrs_clt/wq.rs). */
+struct delayed_work;
 struct workqueue_struct;
-struct rtrs_rs_dwork *rtrs_rs_dwork_alloc(void (*fn)(struct rtrs_rs_dwork *w,
-						     void *ctx),
-					  void *ctx, struct workqueue_struct *wq);
-void rtrs_rs_dwork_queue(struct rtrs_rs_dwork *w, unsigned int delay_ms);
-/* cancel_delayed_work_sync(), then kfree(). */
-void rtrs_rs_dwork_free(struct rtrs_rs_dwork *w);
-void rtrs_rs_dwork_cancel_sync(struct rtrs_rs_dwork *w);
-bool rtrs_rs_dwork_flush(struct rtrs_rs_dwork *w);
+struct work_struct;
+void rtrs_rs_init_delayed_work(struct delayed_work *dw,
+			       void (*fn)(struct work_struct *work));
+bool rtrs_rs_queue_delayed_work(struct workqueue_struct *wq,
+				struct delayed_work *dw, unsigned int delay_ms);
 
 /* RCU (inlines), msleep, and get_random_u32_below (inline). */
 void rtrs_rs_rcu_read_lock(void);

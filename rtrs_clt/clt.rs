@@ -20,7 +20,7 @@ use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::CString;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, ArcBorrow, Mutex};
 use kernel::types::Opaque;
 
 use crate::bindings;
@@ -41,7 +41,6 @@ use crate::verbs::{
     cqe_of, post_recv_raw, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone,
     Qp, QpOwner, QpSizes,
 };
-use crate::wq::{DelayedWork, WorkItem};
 
 /// A path's IO context, on its connections.
 pub(crate) type IoCtx = io::IoCtx<Con>;
@@ -132,11 +131,6 @@ pub(crate) struct PathInner {
 /// length; the connecting thread processes it (see `PathConns::send_path_info`).
 #[pin_data]
 pub(crate) struct PathShared {
-    /// The session path's `err_recovery_work` and `close_work` (their code
-    /// is the owner's), queued by `error_recovery`, DEVICE_REMOVAL and a
-    /// failed reconnect. First: they go before the fields they use.
-    err_recovery_work: DelayedWork,
-    close_work: DelayedWork,
     pub(crate) sessname: CString,
     /// `s.uuid` (path uuid).
     uuid: [u8; 16],
@@ -174,9 +168,6 @@ pub(crate) struct PathShared {
     pub(crate) hb_last_sent_ns: AtomicI64,
     /// `clt_path->stats`: outlives the path's sysfs files.
     pub(crate) stats: PathStats,
-    /// `s.hb_wq`: the workqueue of the heartbeat and recovery works,
-    /// which outlives the path.
-    pub(crate) hb_wq: *mut bindings::workqueue_struct,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), published once the
     /// path is connected; `PathConns::teardown` takes them out after every QP
     /// is drained and frees them after a grace period.
@@ -198,8 +189,8 @@ pub(crate) struct PathShared {
 }
 
 // SAFETY: `dst_addr` and `src_addr` are plain data never written after
-// init; `hb_wq` is a workqueue, usable from any thread; every other field
-// is an atomic, a mutex, a completion, an RCU box, a work or immutable.
+// init; every other field is an atomic, a mutex, a completion, an RCU box
+// or immutable.
 unsafe impl Send for PathShared {}
 // SAFETY: As above.
 unsafe impl Sync for PathShared {}
@@ -227,27 +218,18 @@ pub(crate) struct PathInfo {
     pub(crate) max_pages_per_mr: u32,
 }
 
-/// `WorkItem` ids of a path owner's works.
-pub(crate) const ERR_RECOVERY_WORK: u64 = 0;
-pub(crate) const CLOSE_WORK: u64 = 1;
+/// What a connection asks of the path that owns it, from CQ and CM
+/// context (the path implements it; a connection holds it while it lives).
+pub(crate) trait PathRecovery: Send + Sync {
+    /// Queues `err_recovery_work`: the path moved to RECONNECTING.
+    fn queue_err_recovery(self: ArcBorrow<'_, Self>);
+    /// Queues `close_work`: the path moved to CLOSING.
+    fn queue_close(self: ArcBorrow<'_, Self>);
+}
 
 impl PathShared {
-    /// `alloc_path` minus the connections: the state is CONNECTING. The
-    /// recovery and close works run `owner`'s code on `wq`.
-    ///
-    /// # Safety
-    ///
-    /// `owner` and `wq` outlive every clone of the returned `Arc` (`owner`
-    /// may still be initialising: no work is queued before the path
-    /// connects).
-    pub(crate) unsafe fn new<T>(
-        a: &PathArgs<'_>,
-        owner: *const T,
-        wq: *mut bindings::workqueue_struct,
-    ) -> Result<Arc<Self>>
-    where
-        T: WorkItem<ERR_RECOVERY_WORK> + WorkItem<CLOSE_WORK>,
-    {
+    /// `alloc_path` minus the connections and works: the state is CONNECTING.
+    pub(crate) fn new(a: &PathArgs<'_>) -> Result<Arc<Self>> {
         // One admin connection, one per CPU id, then the poll ones.
         let irq_con_num = u16::try_from(nr_cpu_ids())
             .ok()
@@ -268,12 +250,6 @@ impl PathShared {
                 irq_con_num,
                 recon_cnt: AtomicU16::new(0),
                 for_new_clt: AtomicBool::new(a.for_new_clt),
-                // SAFETY: The caller's contract.
-                err_recovery_work: unsafe {
-                    DelayedWork::new::<T, ERR_RECOVERY_WORK>(owner, wq)
-                }?,
-                // SAFETY: As above.
-                close_work: unsafe { DelayedWork::new::<T, CLOSE_WORK>(owner, wq) }?,
                 pool: a.pool.clone(),
                 state: AtomicU8::new(RtrsCltState::Connecting as u8),
                 connected_cnt: AtomicI32::new(0),
@@ -284,7 +260,6 @@ impl PathShared {
                 hb_missed_cnt: AtomicU32::new(0),
                 hb_cur_latency_ns: AtomicI64::new(0),
                 hb_last_sent_ns: AtomicI64::new(0),
-                hb_wq: wq,
                 stats: PathStats::new()?,
                 io: RcuBox::empty(),
                 state_changed <- Completion::new(),
@@ -379,31 +354,18 @@ impl PathShared {
         self.irq_con_num
     }
 
-    /// `rtrs_rdma_error_recovery`. Any context: CONNECTED goes to
-    /// RECONNECTING and queues the recovery work; an error while connecting
-    /// moves to CONNECTING_ERR for the connecting thread.
-    pub(crate) fn error_recovery(&self) {
-        if self.update_state(path_state::rdma_error_recovery) == ErrorRecovery::Reconnecting {
-            self.err_recovery_work.queue(0);
-        }
+    /// The state part of `rtrs_rdma_error_recovery`. Any context:
+    /// CONNECTED goes to RECONNECTING (true: the recovery work is to be
+    /// queued); an error while connecting moves to CONNECTING_ERR for the
+    /// connecting thread.
+    pub(crate) fn start_error_recovery(&self) -> bool {
+        self.update_state(path_state::rdma_error_recovery) == ErrorRecovery::Reconnecting
     }
 
-    /// `rtrs_clt_close_conns(path, false)` from any context: CLOSING, and
-    /// the close work does the rest.
-    pub(crate) fn close_conns_nowait(&self) {
-        if self.change_state(RtrsCltState::Closing) {
-            self.close_work.queue(0);
-        }
-    }
-
-    /// The close work, for the owner to flush.
-    pub(crate) fn close_work(&self) -> &DelayedWork {
-        &self.close_work
-    }
-
-    /// The recovery work, for the owner to queue and cancel.
-    pub(crate) fn err_recovery_work(&self) -> &DelayedWork {
-        &self.err_recovery_work
+    /// The state part of `rtrs_clt_close_conns`: CLOSING (true: the close
+    /// work is to be queued).
+    pub(crate) fn start_closing(&self) -> bool {
+        self.change_state(RtrsCltState::Closing)
     }
 
     /// `rtrs_clt_change_state_get_old`: (changed, old state).
@@ -498,6 +460,8 @@ pub(crate) struct Con {
     cpu: u32,
     /// The path this connection belongs to.
     path: Arc<PathShared>,
+    /// Its recovery and close works.
+    up: Arc<dyn PathRecovery>,
     /// `cm_err`: 0 pending, 1 established, < 0 errno.
     pub(crate) cm_err: AtomicI32,
     /// `c.wr_cnt`, for send signaling.
@@ -537,11 +501,17 @@ impl CqeHandler for IoCompDone {
 }
 
 impl Con {
-    pub(crate) fn new(cid: u16, cpu: u32, path: Arc<PathShared>) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(
+        cid: u16,
+        cpu: u32,
+        path: Arc<PathShared>,
+        up: Arc<dyn PathRecovery>,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             cid,
             cpu,
             path,
+            up,
             cm_err: AtomicI32::new(0),
             wr_cnt: AtomicU32::new(1),
             lkey: AtomicU32::new(0),
@@ -551,6 +521,21 @@ impl Con {
             qp: RcuBox::empty(),
             con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
         }? Error)
+    }
+
+    /// `rtrs_rdma_error_recovery` of this connection's path. Any context.
+    pub(crate) fn error_recovery(&self) {
+        if self.path.start_error_recovery() {
+            self.up.as_arc_borrow().queue_err_recovery();
+        }
+    }
+
+    /// `rtrs_clt_close_conns(path, false)` from any context: CLOSING, and
+    /// the close work does the rest.
+    fn close_nowait(&self) {
+        if self.path.start_closing() {
+            self.up.as_arc_borrow().queue_close();
+        }
     }
 
     /// `ib_process_cq_direct(con->cq, -1)` of a poll connection: the number
@@ -831,7 +816,7 @@ impl Con {
             if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
                 let msg = wc_status_msg(wc.status);
                 pr_err_rl!("{}: RDMA failed: {}\n", self.sess(), msg);
-                path.error_recovery();
+                self.error_recovery();
             }
             return;
         }
@@ -881,7 +866,7 @@ impl Con {
                         Err(e) if e == econnaborted() => return,
                         Err(e) => {
                             pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
-                            path.error_recovery();
+                            self.error_recovery();
                             return;
                         }
                     }
@@ -908,14 +893,14 @@ impl Con {
     fn recv_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
         let Some(iu) = iu else {
             pr_err_rl!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
-            self.path().error_recovery();
+            self.error_recovery();
             return;
         };
         // SAFETY: The QP and the IU live until the connection is drained
         // and destroyed, which flushes this receive first.
         if let Err(e) = unsafe { iu.repost_recv(wc.qp, self.lkey()) } {
             pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
-            self.path().error_recovery();
+            self.error_recovery();
         }
     }
 
@@ -924,7 +909,7 @@ impl Con {
         let path = self.path();
         let Some(iu) = iu else {
             pr_err_rl!("{}: rkey response without buffer\n", self.sess());
-            path.error_recovery();
+            self.error_recovery();
             return;
         };
         let len = usize::try_from(wc.byte_len).unwrap_or(usize::MAX);
@@ -936,12 +921,12 @@ impl Con {
                     self.sess(),
                     wc.byte_len
                 );
-                path.error_recovery();
+                self.error_recovery();
                 return;
             }
             _ => {
                 pr_err_rl!("{}: rkey response is malformed\n", self.sess());
-                path.error_recovery();
+                self.error_recovery();
                 return;
             }
         };
@@ -952,12 +937,12 @@ impl Con {
             let (msg_id, errno) = imm::rtrs_from_io_rsp_imm(payload);
             let g = RcuGuard::new();
             let Some(io) = path.io(&g) else {
-                path.error_recovery();
+                self.error_recovery();
                 return;
             };
             if let Err(e) = msg.check(io.queue_depth(), msg_id) {
                 pr_err_rl!("{}: rkey response: {}\n", self.sess(), e);
-                path.error_recovery();
+                self.error_recovery();
                 return;
             }
             io.set_rkey(msg.buf_id, msg.rkey);
@@ -991,7 +976,7 @@ impl Con {
             Err(e) if e == econnaborted() => {}
             Err(e) => {
                 pr_err_rl!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
-                self.path().error_recovery();
+                self.error_recovery();
             }
         }
     }
@@ -1031,7 +1016,6 @@ impl Con {
 impl CmHandler for Con {
     /// `rtrs_clt_rdma_cm_handler`.
     fn cm_event(&self, id: &CmIdRef<'_>, ev: &CmEvent<'_>) {
-        let path = self.path();
         let ehostunreach = ehostunreach().to_errno();
         let econnreset = econnreset().to_errno();
         let cm_err = match ev.event() {
@@ -1084,7 +1068,7 @@ impl CmHandler for Con {
                     ev.event_msg(),
                     ev.status()
                 );
-                path.close_conns_nowait();
+                self.close_nowait();
                 self.cm_done.complete();
                 return;
             }
@@ -1100,7 +1084,7 @@ impl CmHandler for Con {
         };
         if cm_err != 0 {
             self.flag_error_on_conn(cm_err);
-            path.error_recovery();
+            self.error_recovery();
             self.cm_done.complete();
         }
     }
@@ -1154,7 +1138,7 @@ impl IoCon for Con {
     }
 
     fn error_recovery(&self) {
-        self.path().error_recovery();
+        Con::error_recovery(self);
     }
 
     fn io<'a>(&'a self, g: &'a RcuGuard) -> Option<&'a IoCtx> {

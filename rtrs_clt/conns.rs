@@ -13,18 +13,17 @@ use kernel::sync::Arc;
 
 use crate::bindings;
 use crate::clt::{
-    Con, InfoReqDone, InfoRspDone, IoCtx, PathShared, RtrsCltState, INFO_RSP_NONE, INFO_RSP_OK,
+    Con, InfoReqDone, InfoRspDone, IoCtx, PathRecovery, PathShared, RtrsCltState, INFO_RSP_NONE,
+    INFO_RSP_OK,
 };
 use crate::cm::CmId;
 use crate::error::{econnaborted, econnreset, etimedout};
 use crate::io::IoCon;
 use crate::rtrs_core::proto::{
-    RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS, RTRS_HB_INTERVAL_MS,
-    SERVICE_CON_QUEUE_DEPTH,
+    RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::sync::{RcuGuard, Retired, WaitResult};
 use crate::verbs::Iu;
-use crate::wq::DelayedWork;
 
 /// A connection and its cm id.
 ///
@@ -63,8 +62,6 @@ pub(crate) struct PathConns {
     /// In creation order (cid).
     cons: KVec<ConSlot>,
     info_ius: Option<InfoIus>,
-    /// The heartbeat work (`hb_dwork`) on cid 0, while started.
-    hb: Option<DelayedWork>,
     shared: Arc<PathShared>,
 }
 
@@ -72,21 +69,16 @@ impl PathConns {
     /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
     /// CONNECTING: connects one admin connection, one per CPU id and the
     /// poll ones, then does the INFO exchange. On error everything is torn
-    /// down and the C client's errno returned.
-    ///
-    /// # Safety
-    ///
-    /// The `PathConns` (which holds `shared`) is dropped before the owner of
-    /// `shared`'s works goes (see `PathShared::new`).
-    pub(crate) unsafe fn connect(shared: &Arc<PathShared>) -> Result<Self> {
+    /// down and the C client's errno returned. The connections hold `up`
+    /// (their path) until they go.
+    pub(crate) fn connect(shared: &Arc<PathShared>, up: Arc<dyn PathRecovery>) -> Result<Self> {
         let mut path = PathConns {
             cons: KVec::new(),
             info_ius: None,
-            hb: None,
             shared: shared.clone(),
         };
         shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
-        path.init_conns()?;
+        path.init_conns(&up)?;
         path.send_path_info()?;
         Ok(path)
     }
@@ -99,28 +91,6 @@ impl PathConns {
     /// Connection `cid`.
     pub(crate) fn con(&self, cid: usize) -> Option<&Con> {
         self.cons.get(cid).map(|s| &*s.con)
-    }
-
-    /// `rtrs_start_hb` on cid 0, on the path's workqueue.
-    pub(crate) fn start_hb(&mut self) -> Result {
-        if self.hb.is_some() {
-            return Ok(());
-        }
-        let con0: *const Con = self.con(0).ok_or(EINVAL)?;
-        let shared = self.shared();
-        shared.hb_missed_cnt.store(0, Ordering::Release);
-        // SAFETY: `con0` (boxed in `cons`) stays until `stop_hb` drops the
-        // work, before the connections go; `hb_wq` outlives the path.
-        let w = unsafe { DelayedWork::new::<Con, 0>(con0, shared.hb_wq) }?;
-        w.queue(RTRS_HB_INTERVAL_MS);
-        self.hb = Some(w);
-        Ok(())
-    }
-
-    /// `rtrs_stop_hb`: cancels the heartbeat work and waits for it.
-    fn stop_hb(&mut self) {
-        drop(self.hb.take());
-        self.shared().hb_missed_cnt.store(0, Ordering::Release);
     }
 
     /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
@@ -146,7 +116,7 @@ impl PathConns {
     }
 
     /// `init_conns`: creates and connects each connection in cid order.
-    fn init_conns(&mut self) -> Result {
+    fn init_conns(&mut self, up: &Arc<dyn PathRecovery>) -> Result {
         // Not borrowed from `self`: the connections change meanwhile.
         let shared = self.shared.clone();
         let nr_cpus = u32::from(shared.irq_con_num.saturating_sub(1)).max(1);
@@ -155,7 +125,7 @@ impl PathConns {
             let cpu = u32::from(cid.saturating_sub(1))
                 .checked_rem(nr_cpus)
                 .unwrap_or(0);
-            let con = KBox::pin_init(Con::new(cid, cpu, shared.clone()), GFP_KERNEL)?;
+            let con = KBox::pin_init(Con::new(cid, cpu, shared.clone(), up.clone()), GFP_KERNEL)?;
             let family = crate::addr::family(&shared.dst_addr);
             let ps = if u32::from(family) == kernel::bindings::AF_IB {
                 bindings::rdma_ucm_port_space_RDMA_PS_IB
@@ -337,7 +307,7 @@ impl PathConns {
         Ok(())
     }
 
-    /// `rtrs_clt_stop_and_destroy_conns`: stops the heartbeat, disconnects
+    /// `rtrs_clt_stop_and_destroy_conns` after the heartbeat: disconnects
     /// and drains every connection, hands the request slots to `fail`
     /// (`fail_all_outstanding_reqs`) and frees them, waits (at most the
     /// connect timeout) for the DISCONNECTED events, then destroys QPs,
@@ -346,7 +316,6 @@ impl PathConns {
     /// The caller has made sure no submitter can reach this path any more
     /// (state not CONNECTED, unpublished, `synchronize_rcu`).
     pub(crate) fn teardown(&mut self, fail: impl FnOnce(&IoCtx)) {
-        self.stop_hb();
         // Not borrowed from `self`: the connections change meanwhile.
         let shared = self.shared.clone();
         shared.all_disconnected.reinit();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The heartbeat of a path (`hb_work` of rtrs.c) on its cid 0 connection:
-//! rtrs_core's `hb_tick` decides, this sends or starts error recovery.
+//! rtrs_core's `hb_tick` decides, this sends or starts error recovery. The
+//! path owns the work (`SessPath::hb_work`).
 
 use core::sync::atomic::Ordering;
 
@@ -11,18 +12,13 @@ use crate::clt::Con;
 use crate::io::IoCon;
 use crate::rtrs_core::imm;
 use crate::rtrs_core::path_state::{self, HbAction};
-use crate::rtrs_core::proto::{RTRS_HB_INTERVAL_MS, RTRS_HB_MISSED_MAX};
-use crate::wq::{WorkItem, WorkRef};
+use crate::rtrs_core::proto::RTRS_HB_MISSED_MAX;
 
-/// `hb_work` of rtrs.c, on cid 0: sends HB_MSG every `RTRS_HB_INTERVAL_MS`
-/// unless the last one is still unanswered; any receive clears the count.
-impl WorkItem for Con {
-    fn run(&self, work: &WorkRef<'_>) {
-        hb_work(self, work);
-    }
-}
-
-fn hb_work(con: &Con, work: &WorkRef<'_>) {
+/// One run of `hb_work` of rtrs.c on cid 0 (the path owns the work): sends
+/// HB_MSG unless the last one is still unanswered (any receive clears the
+/// count), or starts error recovery once too many went unanswered. True if
+/// the work is to run again after `RTRS_HB_INTERVAL_MS`. Runs under RCU.
+pub(crate) fn hb_work(con: &Con) -> bool {
     let path = con.path();
     let mut act = HbAction::Reschedule;
     // A receive completion may reset the count meanwhile: the tick then
@@ -37,8 +33,8 @@ fn hb_work(con: &Con, work: &WorkRef<'_>) {
     match act {
         HbAction::ErrHandler => {
             pr_err!("{}: HB missed max reached.\n", con.sess());
-            path.error_recovery();
-            return;
+            con.error_recovery();
+            return false;
         }
         HbAction::Reschedule => {}
         HbAction::Send => {
@@ -47,10 +43,10 @@ fn hb_work(con: &Con, work: &WorkRef<'_>) {
             if let Err(e) = con.post_imm_empty(imm::RTRS_HB_MSG_IMM_VAL) {
                 // rtrs_clt_hb_err_handler, as C: the path recovers.
                 pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
-                path.error_recovery();
-                return;
+                con.error_recovery();
+                return false;
             }
         }
     }
-    work.queue(RTRS_HB_INTERVAL_MS);
+    true
 }

@@ -14,28 +14,31 @@
 //! Lock order: see the crate root (`init` comes after `Sess::paths_mutex`
 //! and before `Con::con_mutex`).
 
-use core::pin::Pin;
+use core::ops::Deref;
+use core::sync::atomic::Ordering;
 
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, ArcBorrow, Mutex};
 
-use crate::bindings;
-use crate::clt::{IoCtx, PathArgs, PathShared, RtrsCltState, CLOSE_WORK, ERR_RECOVERY_WORK};
+use crate::clt::{IoCtx, PathArgs, PathRecovery, PathShared, RtrsCltState};
 use crate::conns::PathConns;
 use crate::io::ReqDesc;
 use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
-use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
+use crate::rtrs_core::proto::{RTRS_HB_INTERVAL_MS, RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sync::{RcuBox, RcuGuard};
-use crate::wq::{DelayedWork, WorkItem, WorkRef};
+use crate::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
 
-/// `WorkItem` id of `reconnect_dwork` (after the ones `PathShared` holds).
-const RECONNECT_WORK: u64 = 2;
+/// `WorkItem` ids of a path's works.
+const ERR_RECOVERY_WORK: u64 = 0;
+const RECONNECT_WORK: u64 = 1;
+const CLOSE_WORK: u64 = 2;
+const HB_WORK: u64 = 3;
 
 /// What a path asks of the session that owns it (C's `path->clt`). The
 /// session implements it, so that a path does not depend on the session's
 /// type: the layers import downward only.
-pub(crate) trait PathOwner: Send + Sync {
+pub(crate) trait PathOwner: Send + Sync + 'static {
     /// `rtrs_clt_path_up` for the session: counts the path (under `link`).
     fn path_up(&self, link: &Mutex<RtrsCltPathLink>);
     /// `rtrs_clt_path_down` for the session.
@@ -48,18 +51,27 @@ pub(crate) trait PathOwner: Send + Sync {
 }
 
 /// One path of a session, from `rtrs_clt_open` (or `add_path`) until the
-/// session closes.
+/// session closes it ([`PathHandle`]) and its works and connections are
+/// done with it: each holds a reference while it is queued or connected.
 ///
 /// # Invariants
 ///
 /// A published `cur` was made from `self.shared` (by `init_path`) and is
 /// taken out only by `stop_and_destroy_conns`.
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct SessPath<O: PathOwner> {
-    /// `reconnect_dwork` (`err_recovery_work` and `close_work` are in
-    /// `shared`, which queues them). First: fields drop in order, and a
-    /// work goes before what it uses.
-    reconnect: DelayedWork,
+    /// `err_recovery_work`: tears the connections down, then reconnects.
+    #[pin]
+    err_recovery_work: DelayedWork<Self, ERR_RECOVERY_WORK>,
+    /// `reconnect_dwork`.
+    #[pin]
+    reconnect_work: DelayedWork<Self, RECONNECT_WORK>,
+    /// `close_work`.
+    #[pin]
+    close_work: DelayedWork<Self, CLOSE_WORK>,
+    /// `hb_dwork` of the connected generation (on its cid 0).
+    #[pin]
+    hb_work: DelayedWork<Self, HB_WORK>,
     /// What survives reconnects; sysfs files and connections point to it.
     shared: Arc<PathShared>,
     /// The connected `PathConns`, for IO under RCU; empty while down.
@@ -74,85 +86,130 @@ pub(crate) struct SessPath<O: PathOwner> {
     init: Mutex<()>,
 }
 
-// SAFETY: `cur` follows the type invariant; the rest is `Send`/`Sync`.
-unsafe impl<O: PathOwner> Send for SessPath<O> {}
-// SAFETY: As above.
-unsafe impl<O: PathOwner> Sync for SessPath<O> {}
-
-#[pinned_drop]
-impl<O: PathOwner> PinnedDrop for SessPath<O> {
-    fn drop(self: Pin<&mut Self>) {
-        // A path dropped without being closed (an error in open or
-        // add_path after it connected) closes here: once CLOSED no error
-        // requeues a work. Then the works, which reference us, stop.
-        self.close_conns(true);
-        self.shared.close_work().cancel_sync();
-        self.shared.err_recovery_work().cancel_sync();
-        self.reconnect.cancel_sync();
-        self.stop_and_destroy_conns();
+impl_has_delayed_work! {
+    impl<O: PathOwner> for SessPath<O> {
+        ERR_RECOVERY_WORK => err_recovery_work,
+        RECONNECT_WORK => reconnect_work,
+        CLOSE_WORK => close_work,
+        HB_WORK => hb_work,
     }
 }
 
 /// `err_recovery_work`: tears the connections down, then reconnects after
 /// `reconnect_delay_sec` with jitter.
 impl<O: PathOwner> WorkItem<ERR_RECOVERY_WORK> for SessPath<O> {
-    fn run(&self, _work: &WorkRef<'_>) {
-        self.stop_and_destroy_conns();
+    fn run(this: Arc<Self>) {
+        let this = this.as_arc_borrow();
+        this.stop_and_destroy_conns();
         let jitter = crate::misc::random_below(RTRS_RECONNECT_SEED);
-        self.reconnect.queue(path_state::reconnect_delay_ms(
-            self.reconnect_delay_sec,
-            jitter,
-        ));
+        let delay = path_state::reconnect_delay_ms(this.reconnect_delay_sec, jitter);
+        DelayedWork::<Self, RECONNECT_WORK>::queue(this, delay);
     }
 }
 
 /// `reconnect_dwork`.
 impl<O: PathOwner> WorkItem<RECONNECT_WORK> for SessPath<O> {
-    fn run(&self, _work: &WorkRef<'_>) {
-        self.reconnect_work();
+    fn run(this: Arc<Self>) {
+        this.as_arc_borrow().reconnect_work();
     }
 }
 
 /// `close_work`.
 impl<O: PathOwner> WorkItem<CLOSE_WORK> for SessPath<O> {
-    fn run(&self, _work: &WorkRef<'_>) {
-        self.shared.err_recovery_work().cancel_sync();
-        self.reconnect.cancel_sync();
-        self.stop_and_destroy_conns();
-        self.shared.change_state(RtrsCltState::Closed);
+    fn run(this: Arc<Self>) {
+        let this = this.as_arc_borrow();
+        DelayedWork::<Self, ERR_RECOVERY_WORK>::cancel_sync(this);
+        DelayedWork::<Self, RECONNECT_WORK>::cancel_sync(this);
+        this.stop_and_destroy_conns();
+        this.shared.change_state(RtrsCltState::Closed);
     }
 }
 
-impl<O: PathOwner> SessPath<O> {
+/// `hb_work`: rtrs_core's tick on the connected generation's cid 0.
+impl<O: PathOwner> WorkItem<HB_WORK> for SessPath<O> {
+    fn run(this: Arc<Self>) {
+        let again = {
+            let g = RcuGuard::new();
+            this.cur(&g)
+                .and_then(|c| c.con(0))
+                .is_some_and(crate::hb::hb_work)
+        };
+        if again {
+            DelayedWork::<Self, HB_WORK>::queue(this.as_arc_borrow(), RTRS_HB_INTERVAL_MS);
+        }
+    }
+}
+
+/// A connection's calls into its path, from CQ and CM context.
+impl<O: PathOwner> PathRecovery for SessPath<O> {
+    fn queue_err_recovery(self: ArcBorrow<'_, Self>) {
+        DelayedWork::<Self, ERR_RECOVERY_WORK>::queue(self, 0);
+    }
+
+    fn queue_close(self: ArcBorrow<'_, Self>) {
+        DelayedWork::<Self, CLOSE_WORK>::queue(self, 0);
+    }
+}
+
+/// The session's hold on one of its paths. Dropping it closes the path
+/// (`rtrs_clt_close_conns(path, true)` and the rest of `free_path`), which
+/// also drops what the connections held of it.
+pub(crate) struct PathHandle<O: PathOwner>(Arc<SessPath<O>>);
+
+impl<O: PathOwner> Deref for PathHandle<O> {
+    type Target = SessPath<O>;
+    fn deref(&self) -> &SessPath<O> {
+        &self.0
+    }
+}
+
+impl<O: PathOwner> Drop for PathHandle<O> {
+    fn drop(&mut self) {
+        // A path dropped without being closed (an error in open or
+        // add_path after it connected) closes here: once CLOSED no error
+        // requeues a work.
+        let p = self.0.as_arc_borrow();
+        p.close_conns(true);
+        DelayedWork::<SessPath<O>, CLOSE_WORK>::cancel_sync(p);
+        DelayedWork::<SessPath<O>, ERR_RECOVERY_WORK>::cancel_sync(p);
+        DelayedWork::<SessPath<O>, RECONNECT_WORK>::cancel_sync(p);
+        p.stop_and_destroy_conns();
+    }
+}
+
+impl<O: PathOwner> PathHandle<O> {
     /// `alloc_path`: not connected yet (see `init_path`); its works run
-    /// on `wq`, which outlives it.
+    /// on `wq`.
     pub(crate) fn new(
         args: &PathArgs<'_>,
-        wq: *mut bindings::workqueue_struct,
+        wq: &Arc<Workqueue>,
         sess: Arc<O>,
         reconnect_delay_sec: u32,
-    ) -> Result<Pin<KBox<Self>>> {
-        KBox::pin_init(
-            try_pin_init!(&this in SessPath::<O> {
-                // SAFETY: The works in `shared` and `reconnect` run code of
-                // the `SessPath` at `this` and are not queued before it is
-                // initialised. They go with it: `shared` is shared only with
-                // the connected `PathConns`, which `drop` tears down (after
-                // cancelling the works) before the fields go.
-                shared: unsafe { PathShared::new(args, this.as_ptr().cast_const(), wq) }?,
+    ) -> Result<Self> {
+        let sp = Arc::pin_init(
+            try_pin_init!(SessPath::<O> {
+                err_recovery_work <- DelayedWork::new(wq),
+                reconnect_work <- DelayedWork::new(wq),
+                close_work <- DelayedWork::new(wq),
+                hb_work <- DelayedWork::new(wq),
+                shared: PathShared::new(args)?,
                 cur: RcuBox::empty(),
                 sess,
                 reconnect_delay_sec,
                 init <- new_mutex!((), "rtrs_rs_init_mutex"),
-                // SAFETY: As above.
-                reconnect: unsafe {
-                    DelayedWork::new::<Self, RECONNECT_WORK>(this.as_ptr().cast_const(), wq)
-                }?,
             }? Error),
             GFP_KERNEL,
-        )
+        )?;
+        Ok(Self(sp))
     }
 
+    /// The path, to call what queues its works.
+    pub(crate) fn get(&self) -> ArcBorrow<'_, SessPath<O>> {
+        self.0.as_arc_borrow()
+    }
+}
+
+impl<O: PathOwner> SessPath<O> {
     /// The session.
     pub(crate) fn sess(&self) -> &Arc<O> {
         &self.sess
@@ -171,13 +228,11 @@ impl<O: PathOwner> SessPath<O> {
     /// `init_path`: connects, allocates the request slots, starts the
     /// heartbeat and publishes the connections; the state is CONNECTED.
     /// `rtrs_clt_path_up` follows once `init` is released (see `path_up`).
-    pub(crate) fn init_path(&self) -> Result {
+    pub(crate) fn init_path(self: ArcBorrow<'_, Self>) -> Result {
         {
             let _g = self.init.lock();
-            // SAFETY: The connections live in `cur` or in this frame, and
-            // `drop` tears `cur` down before the works in `shared` (whose
-            // owner we are) can outlive us.
-            let mut path = unsafe { PathConns::connect(&self.shared) }.inspect_err(|e| {
+            let up: Arc<dyn PathRecovery> = Arc::<Self>::from(self);
+            let mut path = PathConns::connect(&self.shared, up).inspect_err(|e| {
                 pr_err!(
                     "{}: init_conns() failed: err={}\n",
                     self.shared.sessname(),
@@ -191,12 +246,14 @@ impl<O: PathOwner> SessPath<O> {
                     e
                 )
             })?;
-            path.start_hb()?;
             let old = self.cur.replace(Some(KBox::new(path, GFP_KERNEL)?));
             if old.is_some() {
                 // Cannot happen: teardown unpublishes under `init`.
                 pr_err!("{}: path published twice\n", self.shared.sessname());
             }
+            // `rtrs_start_hb`.
+            self.shared.hb_missed_cnt.store(0, Ordering::Release);
+            DelayedWork::<Self, HB_WORK>::queue(self, RTRS_HB_INTERVAL_MS);
         }
         self.path_up();
         Ok(())
@@ -214,9 +271,12 @@ impl<O: PathOwner> SessPath<O> {
     }
 
     /// `rtrs_clt_stop_and_destroy_conns`. Process context.
-    pub(crate) fn stop_and_destroy_conns(&self) {
+    pub(crate) fn stop_and_destroy_conns(self: ArcBorrow<'_, Self>) {
         {
             let _g = self.init.lock();
+            // `rtrs_stop_hb`.
+            DelayedWork::<Self, HB_WORK>::cancel_sync(self);
+            self.shared.hb_missed_cnt.store(0, Ordering::Release);
             // After the grace period every submitter that saw the path
             // CONNECTED is out, and the path is ours alone.
             if let Some(mut path) = self.cur.replace(None).wait() {
@@ -235,7 +295,7 @@ impl<O: PathOwner> SessPath<O> {
     }
 
     /// `rtrs_clt_reconnect_work`: rtrs_core decides whether to try.
-    fn reconnect_work(&self) {
+    fn reconnect_work(self: ArcBorrow<'_, Self>) {
         let max = path_state::max_reconnect_attempts_from_user(self.max_reconnect_attempts());
         let decision = self
             .shared
@@ -256,7 +316,7 @@ impl<O: PathOwner> SessPath<O> {
             && self.shared.update_state(path_state::reconnect_failed)
         {
             self.shared.stats.inc_reconnect(false);
-            self.shared.err_recovery_work().queue(0);
+            DelayedWork::<Self, ERR_RECOVERY_WORK>::queue(self, 0);
         }
     }
 
@@ -267,27 +327,29 @@ impl<O: PathOwner> SessPath<O> {
 
     /// `rtrs_clt_close_conns`: CLOSING, then the close work; with `wait`,
     /// until it has finished (CLOSED).
-    pub(crate) fn close_conns(&self, wait: bool) {
-        self.shared.close_conns_nowait();
+    pub(crate) fn close_conns(self: ArcBorrow<'_, Self>, wait: bool) {
+        if self.shared.start_closing() {
+            DelayedWork::<Self, CLOSE_WORK>::queue(self, 0);
+        }
         if wait {
-            self.shared.close_work().flush();
+            DelayedWork::<Self, CLOSE_WORK>::flush(&self);
         }
     }
 
     /// `rtrs_clt_reconnect_from_sysfs`: 0 once CONNECTED again, -ENOTCONN
     /// if the attempt failed, -EBUSY if the path is neither down nor
     /// reconnecting.
-    pub(crate) fn reconnect_from_sysfs(&self) -> Result {
+    pub(crate) fn reconnect_from_sysfs(self: ArcBorrow<'_, Self>) -> Result {
         match self.shared.update_state(path_state::sysfs_reconnect) {
             SysfsReconnect::Busy => return Err(EBUSY),
             SysfsReconnect::Flush => {}
             SysfsReconnect::Started => {
                 self.shared.link.lock().sysfs_reconnect_started();
                 self.stop_and_destroy_conns();
-                self.reconnect.queue(0);
+                DelayedWork::<Self, RECONNECT_WORK>::queue(self, 0);
             }
         }
-        self.reconnect.flush();
+        DelayedWork::<Self, RECONNECT_WORK>::flush(&self);
         if self.shared.state() == RtrsCltState::Connected {
             Ok(())
         } else {
@@ -296,7 +358,7 @@ impl<O: PathOwner> SessPath<O> {
     }
 
     /// `rtrs_clt_disconnect_from_sysfs`.
-    pub(crate) fn disconnect_from_sysfs(&self) {
+    pub(crate) fn disconnect_from_sysfs(self: ArcBorrow<'_, Self>) {
         self.close_conns(true);
     }
 }

@@ -25,7 +25,8 @@
 //! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
 //!   rnbd's callbacks (`LinkEvCb`, `Confirm`);
 //! - `addr`: addresses between rtrs_core's parsed form and `sockaddr`;
-//! - `wq`: the workqueue and the delayed works on it (`DelayedWork`);
+//! - `wq`: the workqueue and the delayed work embedded in its owner
+//!   (`DelayedWork`);
 //! - `stats`: per-CPU path statistics;
 //! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
 //!   completion, local invalidation, and taking requests back for failover,
@@ -138,7 +139,7 @@ struct RtrsClientModule {
     _dev_pool: Arc<verbs::DevPool>,
     _ib_client: verbs::IbClient,
     _class: sysfs::Class,
-    _wq: wq::Workqueue,
+    _wq: Arc<wq::Workqueue>,
 }
 
 impl kernel::Module for RtrsClientModule {
@@ -148,7 +149,7 @@ impl kernel::Module for RtrsClientModule {
         let ib_client = verbs::IbClient::register(c_str!("rtrs_client_rs"))?;
         let dev_pool = verbs::DevPool::new()?;
         pr_info!("loaded\n");
-        let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.as_ptr(), wq.as_ptr())?;
+        let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.as_ptr(), wq.clone())?;
         Ok(Self {
             _globals: globals,
             _dev_pool: dev_pool,

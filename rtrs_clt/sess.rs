@@ -41,9 +41,12 @@ use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SE
 use crate::rtrs_core::sysfs_fmt;
 use crate::sync::{OnceBox, RcuArray, RcuBox, RcuGuard};
 use crate::verbs::{DevPool, SgList};
+use crate::wq::Workqueue;
 
 /// A path of a session.
 pub(crate) type SessPath = crate::path::SessPath<Sess>;
+/// The session's hold on a path.
+type PathHandle = crate::path::PathHandle<Sess>;
 
 // ---------------------------------------------------------------------------
 // Module-wide state the API needs
@@ -54,11 +57,11 @@ pub(crate) type SessPath = crate::path::SessPath<Sess>;
 pub(crate) struct Globals {
     pool: Arc<DevPool>,
     class: *mut bindings::class,
-    wq: *mut bindings::workqueue_struct,
+    wq: Arc<Workqueue>,
 }
 
-// SAFETY: `class` and `wq` are the module's, live from init to exit and
-// used only through kernel functions that allow any thread.
+// SAFETY: `class` is the module's, live from init to exit and used only
+// through kernel functions that allow any thread; the rest is `Send + Sync`.
 unsafe impl Send for Globals {}
 // SAFETY: As above.
 unsafe impl Sync for Globals {}
@@ -73,7 +76,7 @@ impl GlobalsGuard {
     pub(crate) fn new(
         pool: Arc<DevPool>,
         class: *mut bindings::class,
-        wq: *mut bindings::workqueue_struct,
+        wq: Arc<Workqueue>,
     ) -> Result<Self> {
         let g = KBox::new(Globals { pool, class, wq }, GFP_KERNEL)?;
         drop(GLOBALS.replace(Some(g)).wait());
@@ -107,7 +110,7 @@ type PathArray = RcuArray<PathEntry, bool>;
 /// directory, whose files show the path, must go before the path.
 struct PathEntry {
     kobj: LockedBy<Option<PathKobj>, bool>,
-    sp: Pin<KBox<SessPath>>,
+    sp: PathHandle,
 }
 
 /// The path list as the policies see it: each path's state, inflight and
@@ -285,8 +288,8 @@ impl Sess {
                 for_new_clt: i == 0,
                 nr_poll_queues,
             };
-            let sp = SessPath::new(&args, g.wq, self.clone(), self.reconnect_delay_sec)?;
-            sp.init_path()?;
+            let sp = PathHandle::new(&args, &g.wq, self.clone(), self.reconnect_delay_sec)?;
+            sp.get().init_path()?;
             let info = sp.shared().info().ok_or(EINVAL)?;
             let kobj = Self::create_path_files(&self.dev, &sp)?;
             let e = Arc::new(
@@ -319,7 +322,7 @@ impl Sess {
     /// then its sysfs directory, then the path. The entries are unlisted.
     fn close_paths(entries: &mut KVec<Arc<PathEntry>>, paths_mutex: &Mutex<bool>) {
         for e in entries.iter_mut() {
-            e.sp.close_conns(true);
+            e.sp.get().close_conns(true);
             let kobj = e.kobj.access_mut(&mut paths_mutex.lock()).take();
             drop(kobj);
         }
@@ -424,7 +427,7 @@ impl Sess {
                 for_new_clt: self.paths.len() == 0,
                 nr_poll_queues: 0,
             };
-            let sp = SessPath::new(&args, g.wq, self.clone(), self.reconnect_delay_sec)?;
+            let sp = PathHandle::new(&args, &g.wq, self.clone(), self.reconnect_delay_sec)?;
             let e = Arc::new(
                 PathEntry {
                     kobj: LockedBy::new(self.paths.writer(), None),
@@ -448,7 +451,7 @@ impl Sess {
             }
         };
         let e = &*entry;
-        let res = e.sp.init_path().and_then(|()| {
+        let res = e.sp.get().init_path().and_then(|()| {
             // Under the mutex, so that a `remove_path` written into the new
             // directory finds it recorded.
             let mut closing = self.paths.lock();
@@ -464,7 +467,7 @@ impl Sess {
             };
             if let Some((i, kobj, e)) = removed {
                 self.rr_cursor_on_remove(i);
-                e.sp.close_conns(true);
+                e.sp.get().close_conns(true);
                 // After the mutex: removing the directory waits for its
                 // running stores, which may wait for the mutex.
                 drop(kobj);
@@ -487,7 +490,7 @@ impl Sess {
         };
         let sp = &entry.sp;
         let changed = loop {
-            sp.close_conns(true);
+            sp.get().close_conns(true);
             let (changed, old) = sp.shared().change_state_get_old(RtrsCltState::Dead);
             if changed || old == RtrsCltState::Dead {
                 break changed;
@@ -529,7 +532,7 @@ impl Sess {
     }
 
     /// `rtrs_clt_create_path_files`: paths/<src@dst> for a connected path.
-    fn create_path_files(dev: &SessDev, sp: &Pin<KBox<SessPath>>) -> Result<PathKobj> {
+    fn create_path_files(dev: &SessDev, sp: &PathHandle) -> Result<PathKobj> {
         // The directory is named "src@dst" with the resolved source, as in C.
         let s = sp.shared().src_addr();
         let (_, d) = sp.shared().addrs();
@@ -542,8 +545,8 @@ impl Sess {
         let name =
             CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name.get(..len).unwrap_or(&[]))))?;
         let spp: *const SessPath = &**sp;
-        // SAFETY: The `SessPath` is boxed and outlives the kobject (dropped
-        // first, see `PathEntry`).
+        // SAFETY: The `SessPath` is in an `Arc` that the entry's handle
+        // holds, and the kobject goes first (see `PathEntry`).
         unsafe { PathKobj::new(dev, &name, spp.cast()) }.inspect_err(|e| {
             pr_err!(
                 "{}: create path files, err: {:?}\n",

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! An owned kernel workqueue (6.12's `kernel::workqueue` has no allocator)
-//! and a delayed work on it (6.12 has no `DelayedWork`; modelled on
-//! upstream's later `DelayedWork<T>`, allocated by a C helper instead of
-//! embedded).
+//! and a delayed work embedded in its owner (6.12 has no `DelayedWork`;
+//! modelled on upstream's later `DelayedWork<T, ID>` queued through an
+//! `Arc<T>`).
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use kernel::ffi::c_void;
 use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
+use kernel::types::Opaque;
 
 use crate::bindings;
 
@@ -28,19 +29,15 @@ unsafe impl Send for Workqueue {}
 unsafe impl Sync for Workqueue {}
 
 impl Workqueue {
-    /// Allocates a workqueue called `name` with default flags, as the C client does.
-    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+    /// Allocates a workqueue called `name` with default flags, as the C
+    /// client does. Every delayed work on it holds a reference.
+    pub(crate) fn new(name: &'static CStr) -> Result<Arc<Self>> {
         // SAFETY: `name` is NUL-terminated and static; it holds no '%' so it is
         // a valid format with no arguments.
         let wq = unsafe { bindings::alloc_workqueue(name.as_char_ptr(), 0, 0) };
         let wq = NonNull::new(wq).ok_or(ENOMEM)?;
         // INVARIANT: `wq` was just allocated.
-        Ok(Self { wq })
-    }
-
-    /// The raw pointer, for queueing work through the bindings.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::workqueue_struct {
-        self.wq.as_ptr()
+        Ok(Arc::new(Self { wq }, GFP_KERNEL)?)
     }
 }
 
@@ -52,110 +49,137 @@ impl Drop for Workqueue {
     }
 }
 
-/// The code of a delayed work owned (directly or through a field) by a `T`.
-/// `ID` tells apart the works of one owner type.
-pub(crate) trait WorkItem<const ID: u64 = 0>: Sync {
-    /// Runs in process context on the work's workqueue; `work` is the
-    /// running work, which may queue itself again.
-    fn run(&self, work: &WorkRef<'_>);
+/// The code of the work `ID` of `T`.
+pub(crate) trait WorkItem<const ID: u64 = 0>: HasDelayedWork<ID> + Send + Sync {
+    /// Runs in process context on the work's workqueue, with the reference
+    /// the pending work held.
+    fn run(this: Arc<Self>);
 }
 
-/// The running work, as `WorkItem::run` sees it.
-pub(crate) struct WorkRef<'a> {
-    w: NonNull<bindings::rtrs_rs_dwork>,
-    _running: PhantomData<&'a ()>,
-}
-
-impl WorkRef<'_> {
-    /// Queues the work again after `delay_ms`.
-    pub(crate) fn queue(&self, delay_ms: u32) {
-        // SAFETY: The work is running, so it is not freed before this
-        // returns (freeing cancels it synchronously first).
-        unsafe { bindings::rtrs_rs_dwork_queue(self.w.as_ptr(), delay_ms) };
-    }
-}
-
-/// The work function of a `DelayedWork` made for `WorkItem<ID>` of `T`.
+/// A type that embeds a `DelayedWork<Self, ID>`; implement it with
+/// [`impl_has_delayed_work!`].
 ///
 /// # Safety
 ///
-/// `ctx` is the `T` given to `DelayedWork::new`, live while the work runs.
-unsafe extern "C" fn run_work<T: WorkItem<ID>, const ID: u64>(
-    w: *mut bindings::rtrs_rs_dwork,
-    ctx: *mut c_void,
-) {
-    // SAFETY: By the function's contract.
-    let owner = unsafe { &*ctx.cast::<T>() };
-    if let Some(w) = NonNull::new(w) {
-        owner.run(&WorkRef {
-            w,
-            _running: PhantomData,
-        });
-    }
+/// `OFFSET` is the byte offset in `Self` of the field `delayed_work` returns.
+pub(crate) unsafe trait HasDelayedWork<const ID: u64>: Sized {
+    /// Where the work sits in `Self`.
+    const OFFSET: usize;
+    /// The work.
+    fn delayed_work(&self) -> &DelayedWork<Self, ID>;
 }
 
-/// A delayed work on a workqueue that runs `WorkItem::run` of its owner;
-/// cancelled (waiting for a running instance) and freed on drop.
+/// `impl_has_delayed_work!(impl<O: Bound> for Type<O> { ID => field, ... })`.
+macro_rules! impl_has_delayed_work {
+    (impl<$g:ident: $b:path> for $ty:ty { $($id:expr => $f:ident),* $(,)? }) => {$(
+        // SAFETY: `OFFSET` is the offset of `$f`, the field `delayed_work` returns.
+        unsafe impl<$g: $b> $crate::wq::HasDelayedWork<{ $id }> for $ty {
+            const OFFSET: usize = ::core::mem::offset_of!(Self, $f);
+            fn delayed_work(&self) -> &$crate::wq::DelayedWork<Self, { $id }> {
+                &self.$f
+            }
+        }
+    )*};
+}
+pub(crate) use impl_has_delayed_work;
+
+/// A `struct delayed_work` embedded in a `T` that lives in an `Arc`, and
+/// the workqueue it runs on. Queueing takes a reference on the owner, which
+/// the run (or a cancel) gives back: a pending or running work keeps its
+/// owner, and so its workqueue, alive, and no drop has to cancel it.
 ///
 /// # Invariants
 ///
-/// `w` came from `rtrs_rs_dwork_alloc` and is freed only in drop; its
-/// owner and workqueue outlive it (see `new`).
-pub(crate) struct DelayedWork {
-    w: NonNull<bindings::rtrs_rs_dwork>,
+/// `dwork` was initialised to run `run_work::<T, ID>`; it sits at
+/// `T::OFFSET` in a `T` owned by an `Arc` (`queue` takes an `ArcBorrow`);
+/// while it is pending it owns one reference to that `Arc`.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct DelayedWork<T, const ID: u64> {
+    #[pin]
+    dwork: Opaque<bindings::delayed_work>,
+    wq: Arc<Workqueue>,
+    _owner: PhantomData<fn(Arc<T>)>,
 }
 
-// SAFETY: Queueing, cancelling and flushing a delayed work are thread safe.
-unsafe impl Send for DelayedWork {}
+// SAFETY: Queueing, cancelling and flushing a delayed work are thread safe,
+// and the run gets the owner, which is `Send + Sync` (`WorkItem`).
+unsafe impl<T, const ID: u64> Send for DelayedWork<T, ID> {}
 // SAFETY: As above.
-unsafe impl Sync for DelayedWork {}
+unsafe impl<T, const ID: u64> Sync for DelayedWork<T, ID> {}
 
-impl DelayedWork {
-    /// A work that runs `WorkItem::<ID>::run` of `owner` on `wq`.
-    ///
-    /// # Safety
-    ///
-    /// `owner` stays valid (it may be still initialising, but is not
-    /// queued until it is done) and `wq` stays alive until the work is
-    /// dropped: the owner holds the work, or drops it before it goes.
-    pub(crate) unsafe fn new<T: WorkItem<ID>, const ID: u64>(
-        owner: *const T,
-        wq: *mut bindings::workqueue_struct,
-    ) -> Result<Self> {
-        // SAFETY: `run_work::<T, ID>` matches the callback type and its
-        // contract holds by the caller's.
-        let w = unsafe {
-            bindings::rtrs_rs_dwork_alloc(Some(run_work::<T, ID>), owner.cast_mut().cast(), wq)
-        };
-        // INVARIANT: Just allocated; the caller vouches for owner and wq.
-        Ok(Self {
-            w: NonNull::new(w).ok_or(ENOMEM)?,
+/// The work function of `DelayedWork<T, ID>`.
+///
+/// # Safety
+///
+/// `work` is the `work_struct` of a pending `DelayedWork<T, ID>` that is
+/// being run.
+unsafe extern "C" fn run_work<T: WorkItem<ID>, const ID: u64>(work: *mut bindings::work_struct) {
+    // `work` is the first field of the `delayed_work`, which is the first of
+    // the `DelayedWork` (`repr(C)`), at `T::OFFSET` in its owner.
+    let owner = work
+        .cast::<u8>()
+        .wrapping_sub(core::mem::offset_of!(bindings::delayed_work, work) + T::OFFSET)
+        .cast::<T>();
+    // SAFETY: By the type invariant the pending work owned this reference;
+    // the run takes it over.
+    T::run(unsafe { Arc::from_raw(owner) });
+}
+
+impl<T: WorkItem<ID>, const ID: u64> DelayedWork<T, ID> {
+    /// A work of the `T` it is initialised in, which runs on `wq`.
+    pub(crate) fn new(wq: &Arc<Workqueue>) -> impl PinInit<Self> {
+        let wq = wq.clone();
+        pin_init!(Self {
+            dwork <- Opaque::ffi_init(|slot: *mut bindings::delayed_work| {
+                // SAFETY: `slot` is valid for writes and pinned; the
+                // macro behind the helper initialises all of it.
+                unsafe { bindings::rtrs_rs_init_delayed_work(slot, Some(run_work::<T, ID>)) }
+            }),
+            wq,
+            _owner: PhantomData,
         })
     }
 
-    /// Queues the work after `delay_ms` (no-op if it is pending); any context.
-    pub(crate) fn queue(&self, delay_ms: u32) {
-        // SAFETY: By the type invariant the work and its workqueue are live.
-        unsafe { bindings::rtrs_rs_dwork_queue(self.w.as_ptr(), delay_ms) };
+    /// Queues the work of `owner` after `delay_ms`; false if it was pending
+    /// already. Any context.
+    pub(crate) fn queue(owner: ArcBorrow<'_, T>, delay_ms: u32) -> bool {
+        let w = owner.delayed_work();
+        let raw = Arc::into_raw(Arc::from(owner));
+        // SAFETY: The work is initialised and its workqueue alive (we hold
+        // a reference); once queued it owns the reference `raw` stands for.
+        let queued = unsafe {
+            bindings::rtrs_rs_queue_delayed_work(w.wq.wq.as_ptr(), w.dwork.get(), delay_ms)
+        };
+        if queued {
+            return true;
+        }
+        // SAFETY: Not queued, so the reference is still ours.
+        drop(unsafe { Arc::from_raw(raw) });
+        false
     }
 
-    /// Cancels the work and waits for a running instance. Process context.
-    pub(crate) fn cancel_sync(&self) {
-        // SAFETY: By the type invariant.
-        unsafe { bindings::rtrs_rs_dwork_cancel_sync(self.w.as_ptr()) };
+    /// Cancels the work of `owner` and waits for a running instance; true
+    /// if it was pending. Process context, not from the work itself.
+    pub(crate) fn cancel_sync(owner: ArcBorrow<'_, T>) -> bool {
+        let w = owner.delayed_work();
+        // SAFETY: The work is initialised (type invariant).
+        if !unsafe { bindings::cancel_delayed_work_sync(w.dwork.get()) } {
+            return false;
+        }
+        let raw: *const T = &*owner;
+        // SAFETY: The work was pending, so it owned a reference (type
+        // invariant), which is now ours; `owner` holds another, so this is
+        // not the last.
+        drop(unsafe { Arc::from_raw(raw) });
+        true
     }
 
-    /// Runs a pending work now and waits for it. Process context.
-    pub(crate) fn flush(&self) {
-        // SAFETY: By the type invariant.
-        unsafe { bindings::rtrs_rs_dwork_flush(self.w.as_ptr()) };
-    }
-}
-
-impl Drop for DelayedWork {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant; freed once, after a synchronous
-        // cancel (in the helper).
-        unsafe { bindings::rtrs_rs_dwork_free(self.w.as_ptr()) };
+    /// Runs the pending work of `owner` now and waits for it. Process
+    /// context, not from the work itself.
+    pub(crate) fn flush(owner: &T) {
+        // SAFETY: The work is initialised (type invariant); the run, not
+        // the flush, gives back the reference.
+        unsafe { bindings::flush_delayed_work(owner.delayed_work().dwork.get()) };
     }
 }

@@ -95,8 +95,8 @@ sysfs_files! {
 ///
 /// # Safety
 ///
-/// `path` is the `SessPath` the path directory was created for (live
-/// while it is in sysfs); `buf` is a sysfs page.
+/// `path` is the `SessPath` the path directory was created for, in an
+/// `Arc` that lives while the directory is in sysfs; `buf` is a sysfs page.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
     path: *const c_void,
@@ -107,7 +107,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
     // that nothing else uses during this call.
     let (sp, page) = unsafe {
         (
-            &*path.cast::<SessPath>(),
+            ArcBorrow::from_raw(path.cast::<SessPath>()),
             core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE),
         )
     };
@@ -175,7 +175,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     // readable bytes.
     let (sp, b) = unsafe {
         (
-            &*path.cast::<SessPath>(),
+            ArcBorrow::from_raw(path.cast::<SessPath>()),
             core::slice::from_raw_parts(buf.cast::<u8>(), count),
         )
     };
@@ -224,7 +224,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
             }
             // `sp` (and `path`) may be freed by this call: not used after.
             let sess = sp.sess().clone();
-            let sp: *const SessPath = sp;
+            let sp: *const SessPath = &*sp;
             let r = sess
                 .remove_path(sp, attr)
                 .map_err(|e| Errno::from_errno(e.to_errno()));
