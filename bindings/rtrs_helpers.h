@@ -108,8 +108,11 @@ int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
 struct delayed_work;
 struct workqueue_struct;
 struct work_struct;
+#define RTRS_RS_DWORK_CLASSES 8
+/* INIT_DELAYED_WORK with the lockdep class `class` (< RTRS_RS_DWORK_CLASSES). */
 void rtrs_rs_init_delayed_work(struct delayed_work *dw,
-			       void (*fn)(struct work_struct *work));
+			       void (*fn)(struct work_struct *work),
+			       unsigned int class, const char *name);
 bool rtrs_rs_queue_delayed_work(struct workqueue_struct *wq,
 				struct delayed_work *dw, unsigned int delay_ms);
 

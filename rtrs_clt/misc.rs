@@ -22,8 +22,7 @@ pub(crate) fn nr_cpu_ids() -> u32 {
 
 /// `ktime_get()` in nanoseconds.
 pub(crate) fn ktime_get_ns() -> i64 {
-    // SAFETY: No preconditions; reads the monotonic clock.
-    unsafe { kernel::bindings::ktime_get() }
+    kernel::time::Ktime::ktime_get().to_ns()
 }
 
 /// `raw_smp_processor_id()`: the CPU this runs on, which may change right

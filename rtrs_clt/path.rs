@@ -17,6 +17,7 @@
 use core::ops::Deref;
 use core::sync::atomic::Ordering;
 
+use kernel::c_str;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, Mutex};
@@ -188,10 +189,10 @@ impl<O: PathOwner> PathHandle<O> {
     ) -> Result<Self> {
         let sp = Arc::pin_init(
             try_pin_init!(SessPath::<O> {
-                err_recovery_work <- DelayedWork::new(wq),
-                reconnect_work <- DelayedWork::new(wq),
-                close_work <- DelayedWork::new(wq),
-                hb_work <- DelayedWork::new(wq),
+                err_recovery_work <- DelayedWork::new(wq, c_str!("rtrs_rs_err_recovery_work")),
+                reconnect_work <- DelayedWork::new(wq, c_str!("rtrs_rs_reconnect_dwork")),
+                close_work <- DelayedWork::new(wq, c_str!("rtrs_rs_close_work")),
+                hb_work <- DelayedWork::new(wq, c_str!("rtrs_rs_hb_dwork")),
                 shared: PathShared::new(args)?,
                 cur: RcuBox::empty(),
                 sess,
@@ -226,8 +227,8 @@ impl<O: PathOwner> SessPath<O> {
     }
 
     /// `init_path`: connects, allocates the request slots, starts the
-    /// heartbeat and publishes the connections; the state is CONNECTED.
-    /// `rtrs_clt_path_up` follows once `init` is released (see `path_up`).
+    /// heartbeat and publishes the connections; the state is CONNECTED and
+    /// the session counts the path up (`rtrs_clt_path_up`).
     pub(crate) fn init_path(self: ArcBorrow<'_, Self>) -> Result {
         {
             let _g = self.init.lock();
@@ -251,11 +252,13 @@ impl<O: PathOwner> SessPath<O> {
                 // Cannot happen: teardown unpublishes under `init`.
                 pr_err!("{}: path published twice\n", self.shared.sessname());
             }
+            // Under `init`, as C: a teardown that follows at once (an error
+            // right after connecting) takes the path down after this.
+            self.path_up();
             // `rtrs_start_hb`.
             self.shared.hb_missed_cnt.store(0, Ordering::Release);
             DelayedWork::<Self, HB_WORK>::queue(self, RTRS_HB_INTERVAL_MS);
         }
-        self.path_up();
         Ok(())
     }
 

@@ -104,9 +104,9 @@ pub(crate) struct DelayedWork<T, const ID: u64> {
 
 // SAFETY: Queueing, cancelling and flushing a delayed work are thread safe,
 // and the run gets the owner, which is `Send + Sync` (`WorkItem`).
-unsafe impl<T, const ID: u64> Send for DelayedWork<T, ID> {}
+unsafe impl<T: Send + Sync, const ID: u64> Send for DelayedWork<T, ID> {}
 // SAFETY: As above.
-unsafe impl<T, const ID: u64> Sync for DelayedWork<T, ID> {}
+unsafe impl<T: Send + Sync, const ID: u64> Sync for DelayedWork<T, ID> {}
 
 /// The work function of `DelayedWork<T, ID>`.
 ///
@@ -127,14 +127,23 @@ unsafe extern "C" fn run_work<T: WorkItem<ID>, const ID: u64>(work: *mut binding
 }
 
 impl<T: WorkItem<ID>, const ID: u64> DelayedWork<T, ID> {
-    /// A work of the `T` it is initialised in, which runs on `wq`.
-    pub(crate) fn new(wq: &Arc<Workqueue>) -> impl PinInit<Self> {
+    /// A work of the `T` it is initialised in, which runs on `wq`; `name`
+    /// names its lockdep class (one per `ID`, as C has one per init site).
+    pub(crate) fn new(wq: &Arc<Workqueue>, name: &'static CStr) -> impl PinInit<Self> {
         let wq = wq.clone();
+        let class = u32::try_from(ID).unwrap_or(u32::MAX);
         pin_init!(Self {
             dwork <- Opaque::ffi_init(|slot: *mut bindings::delayed_work| {
-                // SAFETY: `slot` is valid for writes and pinned; the
-                // macro behind the helper initialises all of it.
-                unsafe { bindings::rtrs_rs_init_delayed_work(slot, Some(run_work::<T, ID>)) }
+                // SAFETY: `slot` is valid for writes and pinned; the macro
+                // behind the helper initialises all of it. `name` is static.
+                unsafe {
+                    bindings::rtrs_rs_init_delayed_work(
+                        slot,
+                        Some(run_work::<T, ID>),
+                        class,
+                        name.as_char_ptr(),
+                    )
+                }
             }),
             wq,
             _owner: PhantomData,
