@@ -29,12 +29,16 @@
 	RW(remove_path, REMOVE_PATH)				\
 	RO(cur_latency, CUR_LATENCY)
 
-/* <sessname>/paths/<src@dst>/stats/: mode 0644 each. */
+/*
+ * <sessname>/paths/<src@dst>/stats/: mode 0644 each. latency_hist is not
+ * in C (see sysfs/ABI.md); it comes last, after C's files.
+ */
 #define RTRS_RS_STATS_FILES(X)					\
 	X(cpu_migration_from, CPU_MIGRATION_FROM)		\
 	X(cpu_migration_to, CPU_MIGRATION_TO)			\
 	X(reconnects, RECONNECTS)				\
 	X(rdma, RDMA)						\
-	X(reset_all, RESET_ALL)
+	X(reset_all, RESET_ALL)					\
+	X(latency_hist, LATENCY_HIST)
 
 #endif /* RTRS_RS_SYSFS_FILES_H */

@@ -141,6 +141,9 @@ struct ReqIo {
     data_len: usize,
     con_type: u32,
     cpu_id: u32,
+    /// `ktime_get` when the request was built for this slot: its latency
+    /// runs from here to its completion.
+    start_ns: i64,
 }
 
 impl ReqIo {
@@ -160,6 +163,7 @@ impl ReqIo {
         data_len: 0,
         con_type: 0,
         cpu_id: 0,
+        start_ns: 0,
     };
 }
 
@@ -369,6 +373,7 @@ impl<C: IoCon> IoCtx<C> {
             data_len: a.data_len,
             con_type: a.con_type,
             cpu_id: a.cpu_id,
+            start_ns: crate::misc::ktime_get_ns(),
         };
         req.need_inval.store(false, Ordering::Relaxed);
         req.inv_errno.store(0, Ordering::Relaxed);
@@ -650,11 +655,15 @@ impl<C: IoCon> IoCtx<C> {
             }
         }
         let user = self.take_user(&mut own.io);
-        let (min_inflight, read) = (own.io.min_inflight, own.io.read);
+        let (min_inflight, read, start_ns) = (own.io.min_inflight, own.io.read, own.io.start_ns);
         if min_inflight {
             con.stats().dec_inflight();
         }
         drop(own);
+        if errno == 0 {
+            con.stats()
+                .record_completion(read, start_ns, crate::misc::ktime_get_ns());
+        }
         if errno != 0 {
             pr_err_rl!(
                 "{}: IO {} request failed: error={}\n",

@@ -89,6 +89,7 @@ mod bindings;
 #[allow(unreachable_pub)]
 mod rtrs_core {
     pub mod imm;
+    pub mod latency;
     pub mod names;
     pub mod path_state;
     pub mod policy;

@@ -114,10 +114,12 @@ struct PathEntry {
 }
 
 /// The path list as the policies see it: each path's state, inflight and
-/// heartbeat latency read when the policy looks at it, under `g`.
+/// heartbeat latency read when the policy looks at it, under `g`; with
+/// `now_ns` (`service-time`), its completion-latency estimate as of then.
 struct LiveViews<'a> {
     list: &'a PathArray,
     g: &'a RcuGuard,
+    now_ns: Option<i64>,
 }
 
 impl PathViews for LiveViews<'_> {
@@ -127,11 +129,15 @@ impl PathViews for LiveViews<'_> {
 
     fn view(&self, i: usize) -> Option<PathView> {
         let sh = self.list.get(i, self.g)?.sp.shared();
-        Some(PathView::new(
+        let view = PathView::new(
             sh.state(),
             sh.stats.inflight(),
             sh.hb_cur_latency_ns.load(Ordering::Relaxed),
-        ))
+        );
+        Some(match self.now_ns {
+            Some(now) => view.with_svc_ns(sh.stats.svc_ns(now)),
+            None => view,
+        })
     }
 }
 
@@ -597,6 +603,7 @@ impl Sess {
         let views = LiveViews {
             list: &self.paths,
             g: &guard,
+            now_ns: (policy == MpPolicy::ServiceTime).then(crate::misc::ktime_get_ns),
         };
         let n = views.paths_num();
         let cpu = crate::misc::this_cpu_id();

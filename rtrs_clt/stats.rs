@@ -2,18 +2,22 @@
 
 //! A path's statistics (`struct rtrs_clt_stats`): per-CPU counters summed
 //! over the possible CPUs when read, as rtrs-clt-stats.c does, plus the
-//! shared `inflight` and reconnect counts.
+//! shared `inflight` and reconnect counts; and, not in C, the per-CPU
+//! completion-latency histogram and the `service-time` estimate.
 //!
 //! Counters are relaxed atomics in the per-CPU area: a writer updates the
 //! slot of the CPU it runs on (or, for `cpu_migration_from`, the
 //! connection's CPU), so preemption never loses an update, and readers and
 //! resets from sysfs need no lock.
 
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 
 use crate::percpu::{PerCpu, Zeroed};
+use crate::rtrs_core::latency::{
+    lat_hist_bucket, svc_effective_ns, svc_ewma_update, LatHist, LAT_HIST_BUCKETS,
+};
 use crate::rtrs_core::sysfs_fmt::{RdmaStats, ReconnectStats};
 
 /// `struct rtrs_clt_stats_pcpu`.
@@ -28,6 +32,9 @@ struct PcpuStats {
     migr_from: AtomicI32,
     /// `cpu_migr.to`: completions seen on this CPU for other CPUs' connections.
     migr_to: AtomicI32,
+    /// `latency_hist` (not in C): completions per log2-µs bucket, reads
+    /// then writes.
+    lat: [[AtomicU64; LAT_HIST_BUCKETS]; 2],
 }
 
 // SAFETY: All fields are atomics, valid when zero.
@@ -40,6 +47,11 @@ pub(crate) struct PathStats {
     inflight: AtomicI32,
     reconnects_ok: AtomicI32,
     reconnects_fail: AtomicI32,
+    /// The `service-time` estimate (`latency::svc_ewma_update`) and when a
+    /// completion last refreshed it (ktime ns). Lossy updates from
+    /// concurrent completions are fine for an estimate.
+    svc_ewma_ns: AtomicU64,
+    svc_last_ns: AtomicI64,
 }
 
 impl PathStats {
@@ -51,6 +63,8 @@ impl PathStats {
             // 0 once the path first connects.
             reconnects_ok: AtomicI32::new(-1),
             reconnects_fail: AtomicI32::new(0),
+            svc_ewma_ns: AtomicU64::new(0),
+            svc_last_ns: AtomicI64::new(0),
         })
     }
 
@@ -75,6 +89,51 @@ impl PathStats {
     /// failed).
     pub(crate) fn dec_inflight(&self) {
         self.inflight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A request posted at `start_ns` completed without error at `now_ns`:
+    /// counted in this CPU's latency histogram and in the service-time
+    /// estimate. CQ context.
+    pub(crate) fn record_completion(&self, read: bool, start_ns: i64, now_ns: i64) {
+        let lat = u64::try_from(now_ns.saturating_sub(start_ns)).unwrap_or(0);
+        let dir = usize::from(!read);
+        if let Some(b) = self
+            .pcpu
+            .this_cpu()
+            .lat
+            .get(dir)
+            .and_then(|h| h.get(lat_hist_bucket(lat)))
+        {
+            b.fetch_add(1, Ordering::Relaxed);
+        }
+        let old = self.svc_ewma_ns.load(Ordering::Relaxed);
+        let last = self.svc_last_ns.load(Ordering::Relaxed);
+        self.svc_ewma_ns
+            .store(svc_ewma_update(old, last, now_ns, lat), Ordering::Relaxed);
+        self.svc_last_ns.store(now_ns, Ordering::Relaxed);
+    }
+
+    /// The service-time estimate as of `now_ns`.
+    pub(crate) fn svc_ns(&self, now_ns: i64) -> u64 {
+        svc_effective_ns(
+            self.svc_ewma_ns.load(Ordering::Relaxed),
+            self.svc_last_ns.load(Ordering::Relaxed),
+            now_ns,
+        )
+    }
+
+    /// The `latency_hist` sums.
+    pub(crate) fn latency_hist(&self) -> LatHist {
+        let mut h = LatHist::default();
+        for (_, s) in self.pcpu.iter() {
+            for (sum, b) in h.read.iter_mut().zip(s.lat[0].iter()) {
+                *sum = sum.wrapping_add(b.load(Ordering::Relaxed));
+            }
+            for (sum, b) in h.write.iter_mut().zip(s.lat[1].iter()) {
+                *sum = sum.wrapping_add(b.load(Ordering::Relaxed));
+            }
+        }
+        h
     }
 
     /// `stats->inflight`.
@@ -188,12 +247,23 @@ impl PathStats {
         self.reconnects_fail.store(0, Ordering::Relaxed);
     }
 
+    /// `latency_hist` reset (not in C).
+    pub(crate) fn reset_latency_hist(&self) {
+        for (_, s) in self.pcpu.iter() {
+            for b in s.lat.iter().flatten() {
+                b.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// `rtrs_clt_reset_all_stats(stats, true)`: `inflight` too, as C does
-    /// (it goes negative if requests were in flight).
+    /// (it goes negative if requests were in flight), and the latency
+    /// histogram.
     pub(crate) fn reset_all(&self) {
         self.reset_rdma();
         self.reset_cpu_migr();
         self.reset_reconnects();
+        self.reset_latency_hist();
         self.inflight.store(0, Ordering::Relaxed);
     }
 }

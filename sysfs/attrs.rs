@@ -79,6 +79,7 @@ sysfs_files! {
         Reconnects = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RECONNECTS,
         Rdma = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RDMA,
         ResetAll = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_RESET_ALL,
+        LatencyHist = bindings::rtrs_rs_path_attr_id_RTRS_RS_PA_LATENCY_HIST,
     }
 }
 
@@ -148,6 +149,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
         }
         PathFile::Rdma => sysfs_fmt::rtrs_clt_stats_rdma_to_str(page, &path.stats.rdma()),
         PathFile::ResetAll => sysfs_fmt::rtrs_clt_reset_all_help(page),
+        PathFile::LatencyHist => sysfs_fmt::latency_hist_to_str(page, &path.stats.latency_hist()),
         PathFile::Reconnect => sysfs_fmt::rtrs_clt_reconnect_show(page),
         PathFile::Disconnect => sysfs_fmt::rtrs_clt_disconnect_show(page),
         PathFile::RemovePath => sysfs_fmt::rtrs_clt_remove_path_show(page),
@@ -236,6 +238,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
         PathFile::Reconnects => crate::stats::PathStats::reset_reconnects,
         PathFile::Rdma => crate::stats::PathStats::reset_rdma,
         PathFile::ResetAll => crate::stats::PathStats::reset_all,
+        PathFile::LatencyHist => crate::stats::PathStats::reset_latency_hist,
         // Read-only files have no store.
         PathFile::HcaName
         | PathFile::HcaPort

@@ -11,6 +11,9 @@
 
 SYSFS_CLASS=/sys/class/rtrs-client
 SYSFS_SESS=${SYSFS_SESS:-abi}
+# Files this module has and C has not (sysfs/ABI.md, "Extensions"): left out
+# of the transcripts, which compare the files C has; tests/vm/59 checks them.
+SYSFS_EXT_RE='(^|/)stats/latency_hist$'
 SYSFS_ADDR2=10.0.2.16          # secondary address on eth0, for a second path
 PY=/usr/bin/python3
 
@@ -256,7 +259,8 @@ sysfs_path2() { echo "$SYSFS_CLASS/$SYSFS_SESS/paths/ip:$SRV_ADDR@ip:$SYSFS_ADDR
 # sysfs_tree: every entry below the session, with its type and mode, sorted.
 sysfs_tree() {
 	local d; d=$(sysfs_sess_dir)
-	(cd "$d" && find . -mindepth 1 -printf '%y %m %P\n' | sort -k3) | sed 's/^/T /'
+	(cd "$d" && find . -mindepth 1 -printf '%y %m %P\n' | sort -k3) |
+		awk -v re="$SYSFS_EXT_RE" '$3 !~ re' | sed 's/^/T /'
 }
 
 # sysfs_read_all [regex]: every regular file below the session (whose path
@@ -269,6 +273,7 @@ sysfs_read_all() {
 	mapfile -t files < "$tmp"
 	rm -f "$tmp"
 	for f in "${files[@]}"; do
+		[[ $f =~ $SYSFS_EXT_RE ]] && continue
 		[[ -z "${1:-}" || $f =~ $1 ]] && sysfs_show "$f"
 	done
 }

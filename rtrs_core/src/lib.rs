@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), no_std)]
 
 pub mod imm;
+pub mod latency;
 pub mod names;
 pub mod path_state;
 pub mod policy;

@@ -15,6 +15,7 @@
 //!   request, even for round-robin when `paths_num` exceeds the list length
 //!   (C could then retry a path).
 
+use super::latency::svc_time_score;
 use super::path_state::RtrsCltState;
 use super::proto::MAX_PATHS_NUM;
 
@@ -36,12 +37,20 @@ pub enum MpPolicy {
     MinInflight = 1,
     /// `MP_POLICY_MIN_LATENCY`: lowest heartbeat round trip.
     MinLatency = 2,
+    /// Not in C: lowest expected service time, the completion-latency
+    /// estimate times the requests in flight plus one (see `latency`).
+    ServiceTime = 3,
 }
 
 impl MpPolicy {
     #[cfg(test)]
     /// Every policy, in C value order.
-    pub const ALL: [MpPolicy; 3] = [MpPolicy::Rr, MpPolicy::MinInflight, MpPolicy::MinLatency];
+    pub const ALL: [MpPolicy; 4] = [
+        MpPolicy::Rr,
+        MpPolicy::MinInflight,
+        MpPolicy::MinLatency,
+        MpPolicy::ServiceTime,
+    ];
 
     /// The policy for a C enum value (as sysfs uses it), if valid.
     pub const fn from_raw(v: i32) -> Option<Self> {
@@ -49,6 +58,7 @@ impl MpPolicy {
             0 => Some(MpPolicy::Rr),
             1 => Some(MpPolicy::MinInflight),
             2 => Some(MpPolicy::MinLatency),
+            3 => Some(MpPolicy::ServiceTime),
             _ => None,
         }
     }
@@ -68,6 +78,10 @@ pub struct PathView {
     pub inflight: i32,
     /// `s.hb_cur_latency` in ns; 0 until the first HB_ACK.
     pub cur_latency_ns: i64,
+    /// The path's completion-latency estimate in ns as of now
+    /// (`latency::svc_effective_ns`); 0 until its first completion. Only
+    /// `service-time` reads it.
+    pub svc_ns: u64,
 }
 
 impl PathView {
@@ -77,7 +91,14 @@ impl PathView {
             state,
             inflight,
             cur_latency_ns,
+            svc_ns: 0,
         }
+    }
+
+    /// The snapshot with the service-time estimate `svc_ns`.
+    pub const fn with_svc_ns(mut self, svc_ns: u64) -> Self {
+        self.svc_ns = svc_ns;
+        self
     }
 
     /// Whether the path is CONNECTED (the only state IO is sent on).
@@ -278,6 +299,18 @@ pub fn get_next_path_min_latency<P: PathViews + ?Sized>(
     pick_min(paths, skip, i64::MAX, |p| p.cur_latency_ns)
 }
 
+/// The `service-time` policy: as [`get_next_path_min_inflight`], keyed by
+/// [`svc_time_score`] (ties: earliest in the list). Paths without a sample
+/// yet score 0 and are tried first.
+pub fn get_next_path_service_time<P: PathViews + ?Sized>(
+    paths: &P,
+    skip: &mut PathSkipSet,
+) -> Option<usize> {
+    pick_min(paths, skip, u128::MAX, |p| {
+        u128::from(svc_time_score(p.svc_ns, p.inflight))
+    })
+}
+
 /// `struct path_it`: one request's walk over the paths, with the policy
 /// sampled once at `path_it_init`. Used the same way by
 /// `rtrs_clt_request`, `rtrs_clt_failover_req` and `rtrs_clt_rdma_cq_direct`.
@@ -333,6 +366,7 @@ impl PathIt {
             MpPolicy::Rr => get_next_path_rr(rr_cursor, paths),
             MpPolicy::MinInflight => get_next_path_min_inflight(paths, &mut self.skip),
             MpPolicy::MinLatency => get_next_path_min_latency(paths, &mut self.skip),
+            MpPolicy::ServiceTime => get_next_path_service_time(paths, &mut self.skip),
         }
     }
 
@@ -428,7 +462,7 @@ pub fn failover_req<P: PathViews + ?Sized>(
 /// issue and remembering the answer per request keeps `inflight` exact
 /// while the policy changes under IO (the 2021 fix in C).
 pub const fn counts_inflight(policy: MpPolicy) -> bool {
-    matches!(policy, MpPolicy::MinInflight)
+    matches!(policy, MpPolicy::MinInflight | MpPolicy::ServiceTime)
 }
 
 #[cfg(test)]
@@ -470,7 +504,7 @@ mod tests {
             assert_eq!(p.as_raw(), i as i32);
             assert_eq!(MpPolicy::from_raw(i as i32), Some(*p));
         }
-        assert_eq!(MpPolicy::from_raw(3), None);
+        assert_eq!(MpPolicy::from_raw(4), None);
         assert_eq!(MpPolicy::from_raw(-1), None);
     }
 
@@ -855,6 +889,39 @@ mod tests {
         assert!(counts_inflight(MpPolicy::MinInflight));
         assert!(!counts_inflight(MpPolicy::Rr));
         assert!(!counts_inflight(MpPolicy::MinLatency));
+        assert!(counts_inflight(MpPolicy::ServiceTime));
+    }
+
+    #[test]
+    fn service_time_weighs_latency_by_queue() {
+        let st = |inflight, svc_ns| up(inflight, 0).with_svc_ns(svc_ns);
+        let mut skip = PathSkipSet::new();
+        // 100 µs with 9 waiting (1 ms) loses to 300 µs with 2 (900 µs).
+        let paths = [st(9, 100_000), st(2, 300_000)];
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), Some(1));
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), Some(0));
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), None);
+        // Idle paths: the faster wins; ties go to the earlier path.
+        let mut skip = PathSkipSet::new();
+        let paths = [st(0, 500_000), st(0, 100_000), st(0, 100_000)];
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), Some(1));
+        // A path without samples goes first; a path not CONNECTED never.
+        let mut skip = PathSkipSet::new();
+        let down = PathView::new(Reconnecting, 0, 0);
+        let paths = [down, st(5, 100_000), st(50, 0)];
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), Some(2));
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), Some(1));
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), None);
+        // A saturated score is still a candidate.
+        let mut skip = PathSkipSet::new();
+        let paths = [st(i32::MAX, u64::MAX)];
+        assert_eq!(get_next_path_service_time(&paths, &mut skip), Some(0));
+        // The walk uses it, and counts inflight for it.
+        let mut it = PathIt::new(MpPolicy::ServiceTime);
+        let paths = [st(3, 100_000), st(0, 100_000)];
+        assert_eq!(it.next_connected(&paths, 2, &mut None), Some(1));
+        assert_eq!(it.next_connected(&paths, 2, &mut None), Some(0));
+        assert_eq!(it.next_connected(&paths, 2, &mut None), None);
     }
 
     /// Simulated session: slots, per-path inflight, random policy flips,

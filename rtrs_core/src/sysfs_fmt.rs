@@ -21,6 +21,7 @@
 
 use core::fmt::{self, Write};
 
+use super::latency::{lat_hist_lo_us, LatHist, LAT_HIST_BUCKETS};
 use super::names::NAME_MAX;
 
 /// `EINVAL`: invalid argument.
@@ -330,6 +331,8 @@ pub const MP_POLICY_RR: i32 = 0;
 pub const MP_POLICY_MIN_INFLIGHT: i32 = 1;
 /// `mpath_policy` value: min-latency.
 pub const MP_POLICY_MIN_LATENCY: i32 = 2;
+/// `mpath_policy` value of this module's `service-time` (not in C).
+pub const MP_POLICY_SERVICE_TIME: i32 = 3;
 
 /// `max_reconnect_attempts` show: the value as `int` and a newline.
 pub fn max_reconnect_attempts_show(buf: &mut [u8], value: i32) -> usize {
@@ -352,6 +355,7 @@ pub fn mpath_policy_show(buf: &mut [u8], mp_policy: i32) -> usize {
         MP_POLICY_RR => ("round-robin", "RR"),
         MP_POLICY_MIN_INFLIGHT => ("min-inflight", "MI"),
         MP_POLICY_MIN_LATENCY => ("min-latency", "ML"),
+        MP_POLICY_SERVICE_TIME => ("service-time", "ST"),
         _ => return sysfs_emit(buf, format_args!("Unknown ({})\n", mp_policy)),
     };
     sysfs_emit(buf, format_args!("{} ({}: {})\n", name, short, mp_policy))
@@ -364,6 +368,8 @@ pub fn mpath_policy_show(buf: &mut [u8], mp_policy: i32) -> usize {
 /// - case-insensitive "rr", "mi", "ml" when the string (up to the first NUL,
 ///   at most `NAME_MAX` bytes, minus one trailing '\n') is exactly 2 bytes.
 ///
+/// This module's `service-time` is taken by name only ("service-time" as a
+/// prefix, or "st" as above): C answers "3" with -EINVAL, and so does this.
 /// Everything else, including kstrtoint overflow, is -EINVAL.
 pub fn mpath_policy_store(buf: &[u8]) -> Result<i32, Errno> {
     if let Ok(v) = kstrtoint(buf, 10) {
@@ -386,6 +392,8 @@ pub fn mpath_policy_store(buf: &[u8]) -> Result<i32, Errno> {
         Ok(MP_POLICY_MIN_INFLIGHT)
     } else if strncasecmp(s, b"min-latency", 11) == 0 || short(b"ml") {
         Ok(MP_POLICY_MIN_LATENCY)
+    } else if strncasecmp(s, b"service-time", 12) == 0 || short(b"st") {
+        Ok(MP_POLICY_SERVICE_TIME)
     } else {
         Err(Errno::EINVAL)
     }
@@ -1083,6 +1091,28 @@ pub fn rtrs_clt_stats_rdma_to_str(buf: &mut [u8], s: &RdmaStats) -> usize {
             s.read_cnt, s.read_bytes, s.write_cnt, s.write_bytes, s.inflight as u32, s.failover
         ),
     )
+}
+
+/// `stats/latency_hist` show (not in C): a header, then per bucket its
+/// bounds in µs ("lo-hi", the last "lo-"), the reads and the writes that
+/// completed in it.
+pub fn latency_hist_to_str(buf: &mut [u8], h: &LatHist) -> usize {
+    let mut w = Writer::new(buf);
+    let _ = w.write_str("usecs read write\n");
+    for i in 0..LAT_HIST_BUCKETS {
+        let (r, wr) = (
+            h.read.get(i).copied().unwrap_or(0),
+            h.write.get(i).copied().unwrap_or(0),
+        );
+        let lo = lat_hist_lo_us(i);
+        let _ = if i + 1 < LAT_HIST_BUCKETS {
+            let hi = lat_hist_lo_us(i + 1).saturating_sub(1);
+            writeln!(w, "{}-{} {} {}", lo, hi, r, wr)
+        } else {
+            writeln!(w, "{}- {} {}", lo, r, wr)
+        };
+    }
+    w.written()
 }
 
 /// `stats/reconnects` show: "successful failed\n".

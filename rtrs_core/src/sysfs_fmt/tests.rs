@@ -260,7 +260,8 @@ fn mpath_policy_show_bytes() {
     assert_eq!(show(|b| mpath_policy_show(b, 0)), b"round-robin (RR: 0)\n");
     assert_eq!(show(|b| mpath_policy_show(b, 1)), b"min-inflight (MI: 1)\n");
     assert_eq!(show(|b| mpath_policy_show(b, 2)), b"min-latency (ML: 2)\n");
-    assert_eq!(show(|b| mpath_policy_show(b, 3)), b"Unknown (3)\n");
+    assert_eq!(show(|b| mpath_policy_show(b, 3)), b"service-time (ST: 3)\n");
+    assert_eq!(show(|b| mpath_policy_show(b, 4)), b"Unknown (4)\n");
     assert_eq!(show(|b| mpath_policy_show(b, -7)), b"Unknown (-7)\n");
 }
 
@@ -316,6 +317,19 @@ fn mpath_policy_store_names() {
     assert_eq!(mpath_policy_store(b"min"), Err(EINV));
     assert_eq!(mpath_policy_store(b" round-robin"), Err(EINV));
     assert_eq!(mpath_policy_store(b"round\xadrobin"), Err(EINV));
+    // This module's service-time, by name only.
+    assert_eq!(
+        mpath_policy_store(b"service-time"),
+        Ok(MP_POLICY_SERVICE_TIME)
+    );
+    assert_eq!(
+        mpath_policy_store(b"Service-Time\n"),
+        Ok(MP_POLICY_SERVICE_TIME)
+    );
+    assert_eq!(mpath_policy_store(b"st"), Ok(MP_POLICY_SERVICE_TIME));
+    assert_eq!(mpath_policy_store(b"ST\n"), Ok(MP_POLICY_SERVICE_TIME));
+    assert_eq!(mpath_policy_store(b"service-tim"), Err(EINV));
+    assert_eq!(mpath_policy_store(b"stx"), Err(EINV));
 }
 
 #[test]
@@ -1493,4 +1507,34 @@ fn vm_observed_reads() {
         s(&|b| rtrs_clt_stats_rdma_to_str(b, &neg)),
         b"0 0 0 0 4294967295 0\n"
     );
+}
+
+// ----- latency_hist (not in C) -------------------------------------------
+
+#[test]
+fn latency_hist_show_bytes() {
+    let mut h = LatHist::default();
+    h.read[0] = 5;
+    h.write[1] = 7;
+    h.read[7] = 1 << 40;
+    h.write[LAT_HIST_BUCKETS - 1] = u64::MAX;
+    let out = show(|b| latency_hist_to_str(b, &h));
+    let text = core::str::from_utf8(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), LAT_HIST_BUCKETS + 1);
+    assert_eq!(lines[0], "usecs read write");
+    assert_eq!(lines[1], "0-0 5 0");
+    assert_eq!(lines[2], "1-1 0 7");
+    assert_eq!(lines[3], "2-3 0 0");
+    assert_eq!(lines[8], "64-127 1099511627776 0");
+    assert_eq!(lines[LAT_HIST_BUCKETS], "4194304- 0 18446744073709551615");
+    assert!(text.ends_with('\n'));
+    // Buckets are contiguous: each starts one past the previous end.
+    let mut next = 0u64;
+    for l in &lines[1..LAT_HIST_BUCKETS] {
+        let (lo, hi) = l.split(' ').next().unwrap().split_once('-').unwrap();
+        assert_eq!(lo.parse::<u64>().unwrap(), next);
+        next = hi.parse::<u64>().unwrap() + 1;
+    }
+    assert!(out.len() < 1024);
 }

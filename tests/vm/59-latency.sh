@@ -1,0 +1,137 @@
+#!/bin/bash
+# What this module adds to the C client's sysfs (sysfs/ABI.md, "Extensions"),
+# on two paths of the tests/lib-mp.sh topology under rnbd:
+# - stats/latency_hist: its shape, its counts equal to stats/rdma's after a
+#   verified fio run, its reset (echo 1, reset_all) and its -EINVAL;
+# - mpath_policy service-time: by name only ("3" stays -EINVAL as in C), and
+#   with one path slowed by netem it sends that path a small share of IO;
+# - full tier: how long service-time and min-latency take to move IO off a
+#   path that turns slow under load (figures for the notes).
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib-mp.sh"
+PLAN=13
+skip_all_unless_api $PLAN
+tap_plan $PLAN
+S=lat
+cls=/sys/class/rtrs-client/$S
+
+if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; fi
+tap_check "server side loads" start_server 65536
+tap_check "client stack loads" load_rnbd_rs
+dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $S /dev/ram0")
+if [ -b "$dev" ] && wait_for 30 mp_path_connected $S 1 && wait_for 30 mp_path_connected $S 2; then
+	tap_ok "mapped $dev over two connected paths"
+else
+	tap_not_ok "map over two paths"; diag "$(mp_status $S)"
+fi
+
+run_io() { # run_io <seconds> [extra fio args]
+	local t=$1; shift
+	fio --name=l --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
+		--iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime="$t" \
+		--verify=crc32c --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
+		--group_reporting --output-format=terse "$@" > /tmp/l-fio.out 2>&1
+}
+hist() { cat "$(mp_path_dir $S "$1")/stats/latency_hist"; }
+# hist_sums <n>: "<reads> <writes>" summed over path n's buckets.
+hist_sums() { hist "$1" | awk 'NR > 1 {r += $2; w += $3} END {print r + 0, w + 0}'; }
+# rdma_rw <n>: "<read_cnt> <write_cnt>" of path n's stats/rdma.
+rdma_rw() { mp_path_rdma $S "$1" | awk '{print $1, $3}'; }
+# write_errno <file> <text>: "ok" or the errno name of the write.
+write_errno() {
+	python3 -c 'import os, sys, errno
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY); os.write(fd, sys.argv[2].encode()); print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$1" "$2"
+}
+
+# --- latency_hist: a header and 24 contiguous log2-µs buckets -----------------
+shape_ok() {
+	hist "$1" | awk 'NR == 1 {ok = ($0 == "usecs read write"); next_lo = 0; next}
+		{split($1, b, "-"); if (b[1] != next_lo || NF != 3) ok = 0; next_lo = b[2] + 1; last = $1}
+		END {exit !(ok && NR == 25 && last == "4194304-")}'
+}
+both_shapes_ok() { shape_ok 1 && shape_ok 2 || { hist 1; return 1; }; }
+tap_check "latency_hist of both paths: header and 24 contiguous buckets, the last '4194304-'" both_shapes_ok
+
+# --- after reset_all and a verified run, its counts are stats/rdma's ---------
+for n in 1 2; do echo 1 > "$(mp_path_dir $S $n)/stats/reset_all"; done
+run_io 4; rc=$?
+s1=$(hist_sums 1); s2=$(hist_sums 2); r1=$(rdma_rw 1); r2=$(rdma_rw 2)
+tot=$(echo "$s1 $s2" | awk '{print $1 + $2 + $3 + $4}')
+tap_check "counts equal stats/rdma's reads and writes (path1 hist '$s1' rdma '$r1', path2 hist '$s2' rdma '$r2', fio rc $rc)" \
+	sh -c "[ $rc -eq 0 ] && [ '$s1' = '$r1' ] && [ '$s2' = '$r2' ] && [ $tot -gt 0 ]"
+
+# --- echo 1 clears it, and only it; anything else is EINVAL -------------------
+p1=$(mp_path_dir $S 1)
+res=$(write_errno "$p1/stats/latency_hist" 1)
+tap_check "echo 1 > latency_hist clears it ($res, now '$(hist_sums 1)'), stats/rdma kept ('$(rdma_rw 1)')" \
+	sh -c "[ $res = ok ] && [ '$(hist_sums 1)' = '0 0' ] && [ '$(rdma_rw 1)' = '$r1' ]"
+res0=$(write_errno "$p1/stats/latency_hist" 0); resx=$(write_errno "$p1/stats/latency_hist" x)
+tap_check "latency_hist refuses '0' ($res0) and 'x' ($resx)" sh -c "[ $res0 = EINVAL ] && [ $resx = EINVAL ]"
+
+# --- mpath_policy service-time: by name; '3' stays EINVAL as in C -------------
+echo min-inflight > $cls/mpath_policy
+res3=$(write_errno $cls/mpath_policy 3)
+tap_check "mpath_policy '3' is EINVAL ($res3) and changes nothing ($(cat $cls/mpath_policy))" \
+	sh -c "[ $res3 = EINVAL ] && [ '$(cat $cls/mpath_policy)' = 'min-inflight (MI: 1)' ]"
+echo service-time > $cls/mpath_policy
+tap_check "mpath_policy 'service-time' reads back as 'service-time (ST: 3)' ($(cat $cls/mpath_policy))" \
+	test "$(cat $cls/mpath_policy)" = "service-time (ST: 3)"
+
+# --- service-time keeps IO off a slow path ------------------------------------
+mp_path_delay 1 20 || diag "netem on path 1 failed"
+q1=$(mp_path_reqs $S 1); q2=$(mp_path_reqs $S 2)
+run_io "$(by_tier 6 15)"; rc=$?
+d1=$(( $(mp_path_reqs $S 1) - q1 )); d2=$(( $(mp_path_reqs $S 2) - q2 ))
+delayed=$(tc qdisc show dev "$(mp_cdev 1)" | grep -q netem && echo yes || echo no)
+mp_path_clear 1
+infl=$(awk '{s += $5} END {print s + 0}' $cls/paths/*/stats/rdma)
+tap_check "service-time: path 1 slowed by 20 ms gets under 20% (path1 $d1, path2 $d2, fio rc $rc, netem $delayed)" \
+	sh -c "[ $rc -eq 0 ] && [ '$delayed' = yes ] && [ $(( d1 + d2 )) -gt 0 ] && [ $(( d1 * 5 )) -lt $(( d1 + d2 )) ]"
+tap_check "inflight back to 0 after the run ($infl)" test "$infl" -eq 0
+
+# --- full tier: time to move IO off a path that turns slow under load ---------
+# shift_ms <policy>: IO runs, the busier path gets 20 ms of netem delay; the
+# milliseconds until a 0.5 s window in which it took under 10% of the
+# requests, or "none" within 10 s.
+shift_ms() {
+	echo "$1" > $cls/mpath_policy
+	run_io 18 & local fpid=$!
+	sleep 3
+	local a1 a2 b1 b2 slow t0 now res=none
+	a1=$(mp_path_reqs $S 1); a2=$(mp_path_reqs $S 2); sleep 1
+	b1=$(mp_path_reqs $S 1); b2=$(mp_path_reqs $S 2)
+	if [ $(( b1 - a1 )) -ge $(( b2 - a2 )) ]; then slow=1; else slow=2; fi
+	mp_path_delay $slow 20
+	t0=$(date +%s%N)
+	a1=$(mp_path_reqs $S $slow); a2=$(( $(mp_path_reqs $S 1) + $(mp_path_reqs $S 2) ))
+	while now=$(date +%s%N); [ $(( (now - t0) / 1000000 )) -lt 10000 ]; do
+		sleep 0.5
+		b1=$(mp_path_reqs $S $slow); b2=$(( $(mp_path_reqs $S 1) + $(mp_path_reqs $S 2) ))
+		if [ $(( b2 - a2 )) -gt 0 ] && [ $(( (b1 - a1) * 10 )) -lt $(( b2 - a2 )) ]; then
+			res=$(( ($(date +%s%N) - t0) / 1000000 )); break
+		fi
+		a1=$b1; a2=$b2
+	done
+	wait $fpid; local rc=$?
+	mp_path_clear $slow
+	echo "$res $rc"
+}
+if [ "$RTRS_TIER" = quick ]; then
+	tap_skip "service-time moves IO off a path that turns slow" "full tier"
+else
+	read -r st strc <<< "$(shift_ms service-time)"
+	read -r ml mlrc <<< "$(shift_ms min-latency)"
+	diag "time to move IO off a path slowed by 20 ms under load: service-time ${st} ms, min-latency ${ml} ms"
+	tap_check "service-time moves IO off a path that turns slow (${st} ms; min-latency: ${ml} ms; fio rc $strc/$mlrc)" \
+		sh -c "[ $strc -eq 0 ] && [ $mlrc -eq 0 ] && [ '$st' != none ]"
+fi
+echo min-inflight > $cls/mpath_policy
+
+timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $S"
+unload_modules rnbd_client rtrs_client_rs
+stop_server
+mp_teardown
+tap_done
