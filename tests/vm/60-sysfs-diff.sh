@@ -83,7 +83,7 @@ scenario() {
 	sysfs_add_ip2
 	sysfs_try "$S/add_path" "s:ip:$SYSFS_ADDR2"
 	sysfs_tree | grep "$SYSFS_ADDR2"
-	for f in "$P2"/* "$P2"/stats/*; do [ -f "$f" ] && sysfs_show "$f"; done
+	for f in "$P2"/* "$P2"/stats/*; do [ -f "$f" ] && ! [[ $f =~ $SYSFS_EXT_RE ]] && sysfs_show "$f"; done
 	sysfs_try "$S/add_path" "s:ip:$SYSFS_ADDR2\\n"
 	sysfs_try "$S/add_path" "s:ip:$SRV_ADDR"
 	sysfs_try "$S/add_path" "s:ip:$SRV_ADDR@ip:$SYSFS_ADDR2"
