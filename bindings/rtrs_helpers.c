@@ -9,6 +9,8 @@
 #include <linux/delay.h>
 #include <linux/inet.h>
 #include <linux/netdevice.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
 #include <linux/percpu.h>
@@ -219,6 +221,27 @@ void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr)
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr)
 {
 	return ib_dereg_mr(mr);
+}
+
+/*
+ * Heartbeat tunables (not in C, whose values are the defaults), read once at
+ * load; rtrs_core's HbParams checks them (sysfs/ABI.md, "Extensions").
+ */
+static unsigned int hb_interval_ms = 5000;
+module_param(hb_interval_ms, uint, 0444);
+MODULE_PARM_DESC(hb_interval_ms, "Heartbeat period in ms (100-60000, default 5000)");
+static unsigned int hb_missed_max = 5;
+module_param(hb_missed_max, uint, 0444);
+MODULE_PARM_DESC(hb_missed_max, "Unanswered heartbeats before a path recovers (1-100, default 5)");
+
+unsigned int rtrs_rs_param_hb_interval_ms(void)
+{
+	return hb_interval_ms;
+}
+
+unsigned int rtrs_rs_param_hb_missed_max(void)
+{
+	return hb_missed_max;
 }
 
 void rtrs_rs_init_delayed_work(struct delayed_work *dw,

@@ -108,6 +108,10 @@ int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
 struct delayed_work;
 struct workqueue_struct;
 struct work_struct;
+/* The module parameters hb_interval_ms and hb_missed_max. */
+unsigned int rtrs_rs_param_hb_interval_ms(void);
+unsigned int rtrs_rs_param_hb_missed_max(void);
+
 #define RTRS_RS_DWORK_CLASSES 8
 /* INIT_DELAYED_WORK with the lockdep class `class` (< RTRS_RS_DWORK_CLASSES). */
 void rtrs_rs_init_delayed_work(struct delayed_work *dw,

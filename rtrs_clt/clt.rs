@@ -30,7 +30,7 @@ use crate::io::{self, FastRegDone, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
-use crate::rtrs_core::path_state::{self, ErrorRecovery, RtrsCltPathLink};
+use crate::rtrs_core::path_state::{self, ErrorRecovery, HbParams, RtrsCltPathLink};
 use crate::rtrs_core::proto::{
     RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgRkeyRsp, RtrsPathParams, RtrsRbuf, WireError,
     RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
@@ -166,6 +166,8 @@ pub(crate) struct PathShared {
     pub(crate) hb_cur_latency_ns: AtomicI64,
     /// `s.hb_last_sent` in ns (ktime_get).
     pub(crate) hb_last_sent_ns: AtomicI64,
+    /// The heartbeat's period and misses allowed.
+    pub(crate) hb: HbParams,
     /// `clt_path->stats`: outlives the path's sysfs files.
     pub(crate) stats: PathStats,
     /// Request slots, MRs and rbufs (`reqs`, `rbufs`), published once the
@@ -205,6 +207,8 @@ pub(crate) struct PathArgs<'a> {
     /// The session is new to the server (`for_new_clt`).
     pub(crate) for_new_clt: bool,
     pub(crate) nr_poll_queues: u32,
+    /// The heartbeat's period and misses allowed (module parameters).
+    pub(crate) hb: HbParams,
 }
 
 /// What a connected path learnt from the server, for the session.
@@ -260,6 +264,7 @@ impl PathShared {
                 hb_missed_cnt: AtomicU32::new(0),
                 hb_cur_latency_ns: AtomicI64::new(0),
                 hb_last_sent_ns: AtomicI64::new(0),
+                hb: a.hb,
                 stats: PathStats::new()?,
                 io: RcuBox::empty(),
                 state_changed <- Completion::new(),

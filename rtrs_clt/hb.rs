@@ -12,12 +12,11 @@ use crate::clt::Con;
 use crate::io::IoCon;
 use crate::rtrs_core::imm;
 use crate::rtrs_core::path_state::{self, HbAction};
-use crate::rtrs_core::proto::RTRS_HB_MISSED_MAX;
 
 /// One run of `hb_work` of rtrs.c on cid 0 (the path owns the work): sends
 /// HB_MSG unless the last one is still unanswered (any receive clears the
 /// count), or starts error recovery once too many went unanswered. True if
-/// the work is to run again after `RTRS_HB_INTERVAL_MS`. Runs under RCU.
+/// the work is to run again after `PathShared::hb.interval_ms`. Runs under RCU.
 pub(crate) fn hb_work(con: &Con) -> bool {
     let path = con.path();
     let mut act = HbAction::Reschedule;
@@ -26,7 +25,7 @@ pub(crate) fn hb_work(con: &Con) -> bool {
     let _ = path
         .hb_missed_cnt
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cnt| {
-            let (a, next) = path_state::hb_tick(cnt, RTRS_HB_MISSED_MAX);
+            let (a, next) = path_state::hb_tick(cnt, path.hb.missed_max);
             act = a;
             (a != HbAction::ErrHandler).then_some(next)
         });

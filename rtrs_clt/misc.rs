@@ -52,6 +52,17 @@ pub(crate) fn possible_cpus() -> impl Iterator<Item = u32> {
     })
 }
 
+/// The module parameters `hb_interval_ms` and `hb_missed_max`, unchecked.
+pub(crate) fn hb_module_params() -> (u32, u32) {
+    // SAFETY: No preconditions; the parameters are fixed after load (0444).
+    unsafe {
+        (
+            bindings::rtrs_rs_param_hb_interval_ms(),
+            bindings::rtrs_rs_param_hb_missed_max(),
+        )
+    }
+}
+
 /// `msleep(ms)`. Process context only.
 pub(crate) fn msleep(ms: u32) {
     // SAFETY: No memory preconditions; callers are works and sysfs writes.

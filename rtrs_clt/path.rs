@@ -26,7 +26,7 @@ use crate::clt::{IoCtx, PathArgs, PathRecovery, PathShared, RtrsCltState};
 use crate::conns::PathConns;
 use crate::io::ReqDesc;
 use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
-use crate::rtrs_core::proto::{RTRS_HB_INTERVAL_MS, RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
+use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sync::{RcuBox, RcuGuard};
 use crate::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
 
@@ -136,7 +136,8 @@ impl<O: PathOwner> WorkItem<HB_WORK> for SessPath<O> {
                 .is_some_and(crate::hb::hb_work)
         };
         if again {
-            DelayedWork::<Self, HB_WORK>::queue(this.as_arc_borrow(), RTRS_HB_INTERVAL_MS);
+            let ms = this.shared.hb.interval_ms;
+            DelayedWork::<Self, HB_WORK>::queue(this.as_arc_borrow(), ms);
         }
     }
 }
@@ -257,7 +258,7 @@ impl<O: PathOwner> SessPath<O> {
             self.path_up();
             // `rtrs_start_hb`.
             self.shared.hb_missed_cnt.store(0, Ordering::Release);
-            DelayedWork::<Self, HB_WORK>::queue(self, RTRS_HB_INTERVAL_MS);
+            DelayedWork::<Self, HB_WORK>::queue(self, self.shared.hb.interval_ms);
         }
         Ok(())
     }

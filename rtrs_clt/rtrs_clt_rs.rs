@@ -145,12 +145,18 @@ struct RtrsClientModule {
 
 impl kernel::Module for RtrsClientModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let hb = hb_params()?;
         let wq = wq::Workqueue::new(c_str!("rtrs_client_wq"))?;
         let class = sysfs::Class::new(c_str!("rtrs-client"))?;
         let ib_client = verbs::IbClient::register(c_str!("rtrs_client_rs"))?;
         let dev_pool = verbs::DevPool::new()?;
-        pr_info!("loaded\n");
-        let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.as_ptr(), wq.clone())?;
+        pr_info!(
+            "loaded (heartbeat every {} ms, {} may be missed: a silent peer shows within {} ms)\n",
+            hb.interval_ms,
+            hb.missed_max,
+            hb.detect_ms()
+        );
+        let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.as_ptr(), wq.clone(), hb)?;
         Ok(Self {
             _globals: globals,
             _dev_pool: dev_pool,
@@ -159,6 +165,33 @@ impl kernel::Module for RtrsClientModule {
             _wq: wq,
         })
     }
+}
+
+/// The heartbeat module parameters, checked by rtrs_core: -EINVAL with a
+/// log line names the bad one.
+fn hb_params() -> Result<rtrs_core::path_state::HbParams> {
+    use rtrs_core::path_state::{
+        HbParamError, HbParams, HB_INTERVAL_MS_MAX, HB_INTERVAL_MS_MIN, HB_MISSED_MAX_MAX,
+        HB_MISSED_MAX_MIN,
+    };
+    let (interval_ms, missed_max) = misc::hb_module_params();
+    HbParams::new(interval_ms, missed_max).map_err(|e| {
+        match e {
+            HbParamError::Interval(v) => pr_err!(
+                "hb_interval_ms={} is outside {}..={}\n",
+                v,
+                HB_INTERVAL_MS_MIN,
+                HB_INTERVAL_MS_MAX
+            ),
+            HbParamError::MissedMax(v) => pr_err!(
+                "hb_missed_max={} is outside {}..={}\n",
+                v,
+                HB_MISSED_MAX_MIN,
+                HB_MISSED_MAX_MAX
+            ),
+        }
+        EINVAL
+    })
 }
 
 impl Drop for RtrsClientModule {

@@ -32,7 +32,7 @@ use crate::path::PathOwner;
 use crate::permits::{Permits, PutError};
 use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::path_state::{
-    PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathLink, RtrsCltPathsUp,
+    HbParams, PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathLink, RtrsCltPathsUp,
 };
 use crate::rtrs_core::policy::{
     counts_inflight, failover_req, MpPolicy, Offer, PathView, PathViews,
@@ -58,6 +58,7 @@ pub(crate) struct Globals {
     pool: Arc<DevPool>,
     class: *mut bindings::class,
     wq: Arc<Workqueue>,
+    hb: HbParams,
 }
 
 // SAFETY: `class` is the module's, live from init to exit and used only
@@ -77,8 +78,17 @@ impl GlobalsGuard {
         pool: Arc<DevPool>,
         class: *mut bindings::class,
         wq: Arc<Workqueue>,
+        hb: HbParams,
     ) -> Result<Self> {
-        let g = KBox::new(Globals { pool, class, wq }, GFP_KERNEL)?;
+        let g = KBox::new(
+            Globals {
+                pool,
+                class,
+                wq,
+                hb,
+            },
+            GFP_KERNEL,
+        )?;
         drop(GLOBALS.replace(Some(g)).wait());
         Ok(Self)
     }
@@ -293,6 +303,7 @@ impl Sess {
                 paths_uuid: self.paths_uuid,
                 for_new_clt: i == 0,
                 nr_poll_queues,
+                hb: g.hb,
             };
             let sp = PathHandle::new(&args, &g.wq, self.clone(), self.reconnect_delay_sec)?;
             sp.get().init_path()?;
@@ -432,6 +443,7 @@ impl Sess {
                 // A session with no path left is new to the server.
                 for_new_clt: self.paths.len() == 0,
                 nr_poll_queues: 0,
+                hb: g.hb,
             };
             let sp = PathHandle::new(&args, &g.wq, self.clone(), self.reconnect_delay_sec)?;
             let e = Arc::new(

@@ -396,6 +396,64 @@ pub const fn hb_cur_latency(now_ns: i64, hb_last_sent_ns: i64) -> i64 {
     now_ns.wrapping_sub(hb_last_sent_ns)
 }
 
+/// The heartbeat's period and how many replies may go missing before the
+/// path recovers: C's fixed `RTRS_HB_INTERVAL_MS` and `RTRS_HB_MISSED_MAX`
+/// by default, tunable here at module load (a silent peer is found after
+/// about `interval_ms * (missed_max + 1)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HbParams {
+    pub interval_ms: u32,
+    pub missed_max: u32,
+}
+
+/// Bounds of [`HbParams`]: faster than 100 ms would load the link, slower
+/// than a minute or more than 100 misses would hide a dead path for hours.
+pub const HB_INTERVAL_MS_MIN: u32 = 100;
+pub const HB_INTERVAL_MS_MAX: u32 = 60_000;
+pub const HB_MISSED_MAX_MIN: u32 = 1;
+pub const HB_MISSED_MAX_MAX: u32 = 100;
+
+impl Default for HbParams {
+    fn default() -> Self {
+        Self {
+            interval_ms: super::proto::RTRS_HB_INTERVAL_MS,
+            missed_max: super::proto::RTRS_HB_MISSED_MAX,
+        }
+    }
+}
+
+/// Why module parameters were refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HbParamError {
+    /// `hb_interval_ms` outside `HB_INTERVAL_MS_MIN..=HB_INTERVAL_MS_MAX`.
+    Interval(u32),
+    /// `hb_missed_max` outside `HB_MISSED_MAX_MIN..=HB_MISSED_MAX_MAX`.
+    MissedMax(u32),
+}
+
+impl HbParams {
+    /// The parameters from the module's `hb_interval_ms` and
+    /// `hb_missed_max`, checked (the module refuses to load with -EINVAL).
+    pub const fn new(interval_ms: u32, missed_max: u32) -> Result<Self, HbParamError> {
+        if interval_ms < HB_INTERVAL_MS_MIN || interval_ms > HB_INTERVAL_MS_MAX {
+            return Err(HbParamError::Interval(interval_ms));
+        }
+        if missed_max < HB_MISSED_MAX_MIN || missed_max > HB_MISSED_MAX_MAX {
+            return Err(HbParamError::MissedMax(missed_max));
+        }
+        Ok(Self {
+            interval_ms,
+            missed_max,
+        })
+    }
+
+    /// The longest a silent peer goes unnoticed, in ms: the misses allowed,
+    /// one more tick to see the last, and up to a period before the first.
+    pub const fn detect_ms(&self) -> u64 {
+        (self.missed_max as u64 + 2) * self.interval_ms as u64
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
@@ -405,6 +463,29 @@ mod tests {
     use super::super::proto::RTRS_HB_MISSED_MAX;
     use super::*;
     use RtrsCltState::*;
+
+    #[test]
+    fn hb_params_bounds() {
+        let d = HbParams::default();
+        assert_eq!((d.interval_ms, d.missed_max), (5000, 5));
+        assert_eq!(HbParams::new(5000, 5), Ok(d));
+        assert_eq!(d.detect_ms(), 35_000);
+        assert_eq!(HbParams::new(1000, 3).map(|p| p.detect_ms()), Ok(5_000));
+        assert!(HbParams::new(100, 1).is_ok());
+        assert!(HbParams::new(60_000, 100).is_ok());
+        assert_eq!(HbParams::new(99, 3), Err(HbParamError::Interval(99)));
+        assert_eq!(HbParams::new(0, 3), Err(HbParamError::Interval(0)));
+        assert_eq!(
+            HbParams::new(60_001, 3),
+            Err(HbParamError::Interval(60_001))
+        );
+        assert_eq!(HbParams::new(1000, 0), Err(HbParamError::MissedMax(0)));
+        assert_eq!(HbParams::new(1000, 101), Err(HbParamError::MissedMax(101)));
+        assert_eq!(
+            HbParams::new(u32::MAX, u32::MAX),
+            Err(HbParamError::Interval(u32::MAX))
+        );
+    }
 
     /// The C table, written out independently of `can_change_to`.
     fn c_allows(old: RtrsCltState, new: RtrsCltState) -> bool {

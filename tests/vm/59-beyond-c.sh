@@ -5,11 +5,16 @@
 #   verified fio run, its reset (echo 1, reset_all) and its -EINVAL;
 # - mpath_policy service-time: by name only ("3" stays -EINVAL as in C), and
 #   with one path slowed by netem it sends that path a small share of IO;
+# - heartbeat tunables: out-of-range module parameters are refused at load
+#   with a log line; with hb_interval_ms=1000 hb_missed_max=3 a path whose
+#   peer goes silent (netem loss 100%, the other path up) is found in
+#   seconds and the longest IO stall stays under 8 s, fio verify clean;
 # - full tier: how long service-time and min-latency take to move IO off a
-#   path that turns slow under load (figures for the notes).
+#   path that turns slow under load, and the stall of a silent cut at C's
+#   heartbeat values (figures for the notes).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib-mp.sh"
-PLAN=13
+PLAN=18
 skip_all_unless_api $PLAN
 tap_plan $PLAN
 S=lat
@@ -17,7 +22,20 @@ cls=/sys/class/rtrs-client/$S
 
 if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; fi
 tap_check "server side loads" start_server 65536
-tap_check "client stack loads" load_rnbd_rs
+# --- heartbeat tunables refused out of range, taken in range ------------------
+modprobe rtrs_core
+mark=$(kmsg_mark)
+bad=
+for p in hb_interval_ms=99 hb_interval_ms=60001 hb_missed_max=0 hb_missed_max=101; do
+	if load_rs "$p" 2>/dev/null; then bad+=" $p:loaded"; rmmod rtrs_client_rs; fi
+	dmesg_since "$mark" "$p is outside" || bad+=" $p:no-log"
+done
+tap_check "out-of-range heartbeat parameters refused at load with a log line${bad:+ (wrong:$bad)}" test -z "$bad"
+HB_MS=1000 HB_MISS=3
+tap_check "client stack loads with hb_interval_ms=$HB_MS hb_missed_max=$HB_MISS" \
+	load_rnbd_rs hb_interval_ms=$HB_MS hb_missed_max=$HB_MISS
+tap_check "the parameters read back ($(cat /sys/module/rtrs_client_rs/parameters/hb_interval_ms 2>&1) $(cat /sys/module/rtrs_client_rs/parameters/hb_missed_max 2>&1))" \
+	test "$(cat /sys/module/rtrs_client_rs/parameters/hb_interval_ms) $(cat /sys/module/rtrs_client_rs/parameters/hb_missed_max)" = "$HB_MS $HB_MISS"
 dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $S /dev/ram0")
 if [ -b "$dev" ] && wait_for 30 mp_path_connected $S 1 && wait_for 30 mp_path_connected $S 2; then
 	tap_ok "mapped $dev over two connected paths"
@@ -129,6 +147,52 @@ else
 		sh -c "[ $strc -eq 0 ] && [ $mlrc -eq 0 ] && [ '$st' != none ]"
 fi
 echo min-inflight > $cls/mpath_policy
+
+# --- a silent peer on path 2 while IO runs: found in seconds ------------------
+# silent_cut: IO on both paths, then path 2's peer goes silent (all its
+# traffic lost): prints "<ms until path 2 left CONNECTED or none> <longest
+# IO latency in ms> <fio rc>"; path 2 is connected again afterwards.
+silent_cut() {
+	fio --name=h --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
+		--iodepth=16 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime="$1" \
+		--verify=crc32c --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
+		--group_reporting --output-format=json > /tmp/h-fio.json 2>/tmp/h-fio.err & local fpid=$!
+	sleep 3
+	mp_path_loss 2 100
+	local t0 det=none; t0=$(date +%s%N)
+	while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt $(( $1 * 1000 )) ]; do
+		if mp_path_down $S 2; then det=$(( ($(date +%s%N) - t0) / 1000000 )); break; fi
+		sleep 0.1
+	done
+	wait $fpid; local rc=$?
+	mp_path_clear 2
+	local max
+	max=$(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+print(max(j[d]["lat_ns"]["max"] for d in ("read", "write")) // 1000000)' /tmp/h-fio.json 2>/dev/null || echo -1)
+	mp_path_reconnect $S 2 90 >/dev/null 2>&1
+	echo "$det $max $rc"
+}
+read -r det stall rc <<< "$(silent_cut 15)"
+tap_check "silent peer on path 2 found in ${det} ms at ${HB_MS} ms x ${HB_MISS} (bound $(( (HB_MISS + 2) * HB_MS )) ms)" \
+	sh -c "[ '$det' != none ] && [ $det -le $(( (HB_MISS + 2) * HB_MS + 1000 )) ]"
+p2=$(mp_path_state $S 2)
+tap_check "longest IO stall ${stall} ms (under 8000), fio verify rc $rc, path 2 back ($p2)" \
+	sh -c "[ $rc -eq 0 ] && [ $stall -ge 0 ] && [ $stall -lt 8000 ] && [ '$p2' = connected ]"
+if [ "$RTRS_TIER" = quick ]; then
+	tap_skip "the same cut at C's heartbeat values (5000 ms x 5)" "full tier"
+else
+	timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $S"
+	unload_modules rnbd_client rtrs_client_rs
+	load_rnbd_rs
+	dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $S /dev/ram0")
+	wait_for 30 mp_path_connected $S 2
+	read -r det0 stall0 rc0 <<< "$(silent_cut 50)"
+	diag "silent cut, other path up: found in ${det} ms, longest stall ${stall} ms at ${HB_MS} ms x ${HB_MISS};" \
+		"found in ${det0} ms, longest stall ${stall0} ms at 5000 ms x 5"
+	tap_check "at C's heartbeat values: found in ${det0} ms, longest stall ${stall0} ms, fio rc $rc0" \
+		sh -c "[ '$det0' != none ] && [ $rc0 -eq 0 ]"
+fi
 
 timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $S"
 unload_modules rnbd_client rtrs_client_rs
