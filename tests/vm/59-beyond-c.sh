@@ -135,6 +135,7 @@ shift_ms() {
 	done
 	wait $fpid; local rc=$?
 	mp_path_clear $slow
+	[ $rc -eq 0 ] || cp /tmp/l-fio.out "/tmp/shift-$1.out"
 	echo "$res $rc"
 }
 if [ "$RTRS_TIER" = quick ]; then
@@ -144,7 +145,7 @@ else
 	read -r ml mlrc <<< "$(shift_ms min-latency)"
 	diag "time to move IO off a path slowed by 20 ms under load: service-time ${st} ms, min-latency ${ml} ms"
 	tap_check "service-time moves IO off a path that turns slow (${st} ms; min-latency: ${ml} ms; fio rc $strc/$mlrc)" \
-		sh -c "[ $strc -eq 0 ] && [ $mlrc -eq 0 ] && [ '$st' != none ]"
+		sh -c "[ $strc -eq 0 ] && [ $mlrc -eq 0 ] && [ '$st' != none ] || { tail -n 5 /tmp/shift-*.out; false; }"
 fi
 echo min-inflight > $cls/mpath_policy
 
