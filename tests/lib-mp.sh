@@ -230,6 +230,27 @@ mp_map_rnbd() {
 	return 1
 }
 
+# mp_map_two <sess>: maps /dev/ram0 in a new session over the paths of the
+# topology (2 minutes at most); prints the device.
+mp_map_two() {
+	timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $1 /dev/ram0"
+}
+# mp_two_mapped <sess> <dev>: dev is a block device and both paths are
+# connected (waits 30 s for each); else prints their status.
+mp_two_mapped() {
+	[ -b "$2" ] && wait_for 30 mp_path_connected "$1" 1 && wait_for 30 mp_path_connected "$1" 2 ||
+		{ mp_status "$1"; return 1; }
+}
+# mp_run_io <dev> <out> <seconds> [extra fio args]: verified 4k randrw,
+# 2 jobs at QD 32 on 8 MB each, for that long; fio's terse output in out.
+mp_run_io() {
+	local dev=$1 out=$2 t=$3; shift 3
+	fio --name=mp --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
+		--iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime="$t" \
+		--verify=crc32c --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
+		--group_reporting --output-format=terse "$@" > "$out" 2>&1
+}
+
 # mp_path_state <sess> <n>: "connected" or "disconnected" (the client's view).
 mp_path_state() { cat "$(mp_path_dir "$1" "$2")/state" 2>/dev/null || echo gone; }
 mp_path_connected() { [ "$(mp_path_state "$1" "$2")" = connected ]; }

@@ -18,20 +18,10 @@ cls=/sys/class/rtrs-client/$S
 if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; fi
 tap_check "server side loads" start_server 65536
 tap_check "client stack loads" load_rnbd_rs
-dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $S /dev/ram0")
-if [ -b "$dev" ] && wait_for 30 mp_path_connected $S 1 && wait_for 30 mp_path_connected $S 2; then
-	tap_ok "mapped $dev over two connected paths"
-else
-	tap_not_ok "map over two paths"; diag "$(mp_status $S)"
-fi
+dev=$(mp_map_two $S)
+tap_check "mapped ${dev:-nothing} over two connected paths" mp_two_mapped $S "$dev"
 
-run_io() { # run_io <seconds> [extra fio args]
-	local t=$1; shift
-	fio --name=p --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
-		--iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime="$t" \
-		--verify=crc32c --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
-		--group_reporting --output-format=terse "$@" > /tmp/p-fio.out 2>&1
-}
+run_io() { mp_run_io "$dev" /tmp/p-fio.out "$@"; } # run_io <seconds> [extra fio args]
 
 # --- round-robin: equal paths get shares within 10% ---------------------------
 echo round-robin > $cls/mpath_policy

@@ -36,20 +36,10 @@ tap_check "client stack loads with hb_interval_ms=$HB_MS hb_missed_max=$HB_MISS"
 	load_rnbd_rs hb_interval_ms=$HB_MS hb_missed_max=$HB_MISS
 tap_check "the parameters read back ($(cat /sys/module/rtrs_client_rs/parameters/hb_interval_ms 2>&1) $(cat /sys/module/rtrs_client_rs/parameters/hb_missed_max 2>&1))" \
 	test "$(cat /sys/module/rtrs_client_rs/parameters/hb_interval_ms) $(cat /sys/module/rtrs_client_rs/parameters/hb_missed_max)" = "$HB_MS $HB_MISS"
-dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $S /dev/ram0")
-if [ -b "$dev" ] && wait_for 30 mp_path_connected $S 1 && wait_for 30 mp_path_connected $S 2; then
-	tap_ok "mapped $dev over two connected paths"
-else
-	tap_not_ok "map over two paths"; diag "$(mp_status $S)"
-fi
+dev=$(mp_map_two $S)
+tap_check "mapped ${dev:-nothing} over two connected paths" mp_two_mapped $S "$dev"
 
-run_io() { # run_io <seconds> [extra fio args]
-	local t=$1; shift
-	fio --name=l --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
-		--iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime="$t" \
-		--verify=crc32c --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
-		--group_reporting --output-format=terse "$@" > /tmp/l-fio.out 2>&1
-}
+run_io() { mp_run_io "$dev" /tmp/l-fio.out "$@"; } # run_io <seconds> [extra fio args]
 hist() { cat "$(mp_path_dir $S "$1")/stats/latency_hist"; }
 # hist_sums <n>: "<reads> <writes>" summed over path n's buckets.
 hist_sums() { hist "$1" | awk 'NR > 1 {r += $2; w += $3} END {print r + 0, w + 0}'; }
@@ -186,7 +176,7 @@ else
 	timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $S"
 	unload_modules rnbd_client rtrs_client_rs
 	load_rnbd_rs
-	dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $S /dev/ram0")
+	dev=$(mp_map_two $S)
 	wait_for 30 mp_path_connected $S 2
 	read -r det0 stall0 rc0 <<< "$(silent_cut 50)"
 	diag "silent cut, other path up: found in ${det} ms, longest stall ${stall} ms at ${HB_MS} ms x ${HB_MISS};" \
