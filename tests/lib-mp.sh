@@ -210,6 +210,16 @@ mp_path_delay() { _mp_netem "$1" delay "${2}ms"; }
 # silent black hole with the link still up, unlike mp_path_cut).
 mp_path_loss() { _mp_netem "$1" loss "${2}%"; }
 
+# mp_path_netem_change <n> <netem args...>: change the netem qdisc that
+# mp_path_delay or mp_path_loss installed on path n, in place: unlike a
+# replace, which drops what the old qdisc held, this keeps the packets in
+# flight (a replace under IO can make rxe's RC give up on the path).
+mp_path_netem_change() {
+	local n=$1; shift
+	tc qdisc change dev "$(mp_cdev "$n")" root netem limit 10000 "$@" &&
+	tc qdisc change dev "$(mp_sdev "$n")" root netem limit 10000 "$@"
+}
+
 # mp_path_clear <n>: remove delay/loss from path n.
 mp_path_clear() {
 	tc qdisc del dev "$(mp_cdev "$1")" root 2>/dev/null
