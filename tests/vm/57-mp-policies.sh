@@ -17,7 +17,11 @@ cls=/sys/class/rtrs-client/$S
 # Not through tap_check: mp_setup sets MP_PATHS in this shell.
 if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; fi
 tap_check "server side loads" start_server 65536
-tap_check "client stack loads" load_rnbd_rs
+# The quick tier finds the silent peer below with a 1 s heartbeat (3 misses);
+# the full tier at C's values (59 covers both in its own way).
+HB_ARGS=$(by_tier "hb_interval_ms=1000 hb_missed_max=3" "")
+# shellcheck disable=SC2086 # HB_ARGS is zero or two words
+tap_check "client stack loads ${HB_ARGS:-with the default heartbeat}" load_rnbd_rs $HB_ARGS
 dev=$(mp_map_two $S)
 tap_check "mapped ${dev:-nothing} over two connected paths" mp_two_mapped $S "$dev"
 
