@@ -141,7 +141,7 @@ busy_cut() {
 	local max
 	max=$(python3 -c 'import json, sys
 t = open(sys.argv[1]).read()
-j = json.loads(t[t.index("{"):])["jobs"][0]
+j = json.JSONDecoder().raw_decode(t[t.index("{"):])[0]["jobs"][0]
 print(max(j[d]["lat_ns"]["max"] for d in ("read", "write")) // 1000000)' /tmp/h-fio.json 2>/tmp/h-py.err || echo -1)
 	echo "$max $rc"
 }
