@@ -60,6 +60,10 @@ tap_check "$(( NFLIP * 3 + 1 )) mpath_policy flips during verified IO: fio rc $r
 	sh -c "[ $rc -eq 0 ] && [ $infl -eq 0 ]"
 
 # --- silent peer: all traffic of path 2 lost; the heartbeat notices -------------
+# Path 1 first: the netem delay under load above can make rxe's RC give up on
+# it (the path then waits out rnbd's 30 s reconnect delay), and with a 1 s
+# heartbeat path 2 is found down before that.
+mp_path_reconnect $S 1 90 || diag "path 1 not back: $(mp_status $S)"
 mp_path_loss 2 100
 if wait_for 60 mp_path_down $S 2; then tap_ok "heartbeat marks the silent path 2 down ($(mp_path_state $S 2))"; else tap_not_ok "silent path 2 noticed"; diag "$(mp_status $S)"; fi
 tap_check "IO over path 1 meanwhile verifies" run_io 3
