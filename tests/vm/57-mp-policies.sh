@@ -5,10 +5,11 @@
 # 0, the heartbeat finds a silent peer (netem loss 100%) and the path comes
 # back by itself, max_reconnect_attempts=2 gives up ("disconnected") until a
 # sysfs reconnect, and `rdma link del` under a connected path fails its IO
-# over without a hang.
+# over without a hang. In the quick tier also this module's latency_hist and
+# service-time, briefly (tests/vm/59-beyond-c.sh checks them in full).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib-mp.sh"
-PLAN=15
+PLAN=17
 skip_all_unless_api $PLAN
 tap_plan $PLAN
 S=pol
@@ -46,6 +47,32 @@ delayed=$(tc qdisc show dev "$(mp_cdev 1)" | grep -q netem && echo yes || echo n
 mp_path_clear 1
 tap_check "min-inflight: more to the less loaded path (slow path1 $d1, path2 $d2, fio rc $rc)" \
 	sh -c "[ $rc -eq 0 ] && [ $d2 -gt $d1 ] && [ '$delayed' = yes ]"
+
+# --- this module's extensions, briefly (tests/vm/59-beyond-c.sh in full) -------
+if [ "$RTRS_TIER" = quick ]; then
+	# The delayed run above can make rxe's RC give up on path 1.
+	mp_path_reconnect $S 1 90 >/dev/null 2>&1
+	for n in 1 2; do echo 1 > "$(mp_path_dir $S $n)/stats/reset_all"; done
+	run_io 3; rc=$?
+	h=$(for n in 1 2; do awk 'NR > 1 {r += $2; w += $3} END {printf "%d %d ", r, w}' "$(mp_path_dir $S $n)/stats/latency_hist"; done)
+	r=$(for n in 1 2; do mp_path_rdma $S $n | awk '{printf "%d %d ", $1, $3}'; done)
+	tap_check "latency_hist counts equal stats/rdma's after reset_all and a verified run (hist '$h', rdma '$r', fio rc $rc)" \
+		sh -c "[ $rc -eq 0 ] && [ '$h' = '$r' ] && [ '$h' != '0 0 0 0 ' ]"
+	if echo 3 > $cls/mpath_policy 2>/dev/null; then three=accepted; else three=refused; fi
+	echo service-time > $cls/mpath_policy
+	pol=$(cat $cls/mpath_policy)
+	mp_path_delay 1 20 || diag "netem on path 1 failed"
+	r1=$(mp_path_reqs $S 1); r2=$(mp_path_reqs $S 2)
+	run_io 6; rc=$?
+	d1=$(( $(mp_path_reqs $S 1) - r1 )); d2=$(( $(mp_path_reqs $S 2) - r2 ))
+	mp_path_clear 1
+	echo min-inflight > $cls/mpath_policy
+	tap_check "'3' $three as C does; '$pol': path 1 slowed by 20 ms gets under 20% (path1 $d1, path2 $d2, fio rc $rc)" \
+		sh -c "[ $three = refused ] && [ '$pol' = 'service-time (ST: 3)' ] && [ $rc -eq 0 ] && [ $(( d1 + d2 )) -gt 0 ] && [ $(( d1 * 5 )) -lt $(( d1 + d2 )) ]"
+else
+	tap_skip "latency_hist counts equal stats/rdma's" "quick tier; 59 in full"
+	tap_skip "service-time keeps IO off a slow path" "quick tier; 59 in full"
+fi
 
 # --- 1000 policy flips during IO (301 in the quick tier) -------------------------
 NFLIP=$(by_tier 100 334)

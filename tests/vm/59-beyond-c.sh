@@ -21,6 +21,12 @@
 PLAN=17
 skip_all_unless_api $PLAN
 tap_plan $PLAN
+if [ "$RTRS_TIER" = quick ]; then
+	# Its two-path set-up costs minutes; 57 checks the histogram, service-time
+	# and a 1 s heartbeat in the quick tier.
+	for i in $(seq 1 $PLAN); do tap_skip "test $i" "full tier (57 covers the quick tier)"; done
+	exit 0
+fi
 S=lat
 cls=/sys/class/rtrs-client/$S
 
