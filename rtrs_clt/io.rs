@@ -134,6 +134,9 @@ struct ReqIo {
     user: Option<(Confirm, SgData)>,
     /// `mp_policy == MP_POLICY_MIN_INFLIGHT` when posted: `inflight` counts it.
     min_inflight: bool,
+    /// Posted under `service-time`: its completion feeds the path's
+    /// estimate (a shared cache line, left alone under other policies).
+    svc_sample: bool,
     /// What failover needs to post the request again elsewhere
     /// (`rtrs_clt_get_copy_req`); the user header stays in the IU.
     read: bool,
@@ -158,6 +161,7 @@ impl ReqIo {
     const IDLE: Self = Self {
         user: None,
         min_inflight: false,
+        svc_sample: false,
         read: false,
         usr_len: 0,
         data_len: 0,
@@ -318,13 +322,15 @@ impl<C: IoCon> IoCtx<C> {
 
     /// `rtrs_clt_init_req` + `rtrs_clt_read_req`/`rtrs_clt_write_req` on
     /// `con`. On error the slot is free again and nothing was posted.
-    /// `min_inflight`: the session's policy is MIN_INFLIGHT (`req->mp_policy`).
+    /// `min_inflight`: `inflight` counts it (`req->mp_policy`);
+    /// `svc_sample`: its latency feeds the service-time estimate.
     pub(crate) fn submit<'g>(
         &self,
         con: &'g C,
         g: &'g RcuGuard,
         a: &ReqDesc<'_>,
         min_inflight: bool,
+        svc_sample: bool,
     ) -> Result {
         let idx = usize::try_from(a.mem_id).map_err(|_| EINVAL)?;
         let (Some(req), Some(&raddr), Some(rkey)) = (
@@ -350,6 +356,7 @@ impl<C: IoCon> IoCtx<C> {
             rbuf,
             a,
             min_inflight,
+            svc_sample,
         };
         self.do_submit(&sub, own)
     }
@@ -362,12 +369,14 @@ impl<C: IoCon> IoCtx<C> {
             req,
             a,
             min_inflight,
+            svc_sample,
             ..
         } = *sub;
         let sess = con.sess();
         own.io = ReqIo {
             user: None,
             min_inflight,
+            svc_sample,
             read: a.read,
             usr_len: a.usr_len,
             data_len: a.data_len,
@@ -516,6 +525,7 @@ impl<C: IoCon> IoCtx<C> {
             rbuf,
             a,
             min_inflight,
+            ..
         } = *sub;
         let sess = con.sess();
         let o = &mut *own;
@@ -655,14 +665,16 @@ impl<C: IoCon> IoCtx<C> {
             }
         }
         let user = self.take_user(&mut own.io);
-        let (min_inflight, read, start_ns) = (own.io.min_inflight, own.io.read, own.io.start_ns);
+        let io = &own.io;
+        let (min_inflight, svc, read, start_ns) =
+            (io.min_inflight, io.svc_sample, io.read, io.start_ns);
         if min_inflight {
             con.stats().dec_inflight();
         }
         drop(own);
         if errno == 0 {
             con.stats()
-                .record_completion(read, start_ns, crate::misc::ktime_get_ns());
+                .record_completion(read, svc, start_ns, crate::misc::ktime_get_ns());
         }
         if errno != 0 {
             pr_err_rl!(
@@ -747,6 +759,7 @@ struct Submission<'a, C: IoCon> {
     rbuf: RemoteChunk,
     a: &'a ReqDesc<'a>,
     min_inflight: bool,
+    svc_sample: bool,
 }
 
 /// Why `post` failed, and the slot if it still owns it.

@@ -627,6 +627,7 @@ impl Sess {
             (v != usize::MAX).then_some(v)
         });
         let counted = counts_inflight(policy);
+        let sample_svc = policy == MpPolicy::ServiceTime;
         let out = failover_req(policy, &views, n, &mut cursor, |i| {
             let Some(e) = self.paths.get(i, &guard) else {
                 return Offer::Skipped;
@@ -654,7 +655,7 @@ impl Sess {
             let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
                 return Offer::Skipped;
             };
-            match io.submit(con, &guard, r, counted) {
+            match io.submit(con, &guard, r, counted, sample_svc) {
                 Ok(()) => {
                     if failover {
                         shared.stats.inc_failover();

@@ -92,9 +92,9 @@ impl PathStats {
     }
 
     /// A request posted at `start_ns` completed without error at `now_ns`:
-    /// counted in this CPU's latency histogram and in the service-time
-    /// estimate. CQ context.
-    pub(crate) fn record_completion(&self, read: bool, start_ns: i64, now_ns: i64) {
+    /// counted in this CPU's latency histogram and, with `svc` (posted
+    /// under service-time), in the service-time estimate. CQ context.
+    pub(crate) fn record_completion(&self, read: bool, svc: bool, start_ns: i64, now_ns: i64) {
         let lat = u64::try_from(now_ns.saturating_sub(start_ns)).unwrap_or(0);
         let dir = usize::from(!read);
         if let Some(b) = self
@@ -105,6 +105,9 @@ impl PathStats {
             .and_then(|h| h.get(lat_hist_bucket(lat)))
         {
             b.fetch_add(1, Ordering::Relaxed);
+        }
+        if !svc {
+            return;
         }
         let old = self.svc_ewma_ns.load(Ordering::Relaxed);
         let last = self.svc_last_ns.load(Ordering::Relaxed);
