@@ -14,6 +14,7 @@
 //!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, and the
 //!   completion trampolines);
 //! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
+//! - `dev_event`: a device's asynchronous events (port, GID, fatal);
 //! - `sync`: `struct completion`, RCU read sections, and the ownership
 //!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
 //!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot
@@ -22,6 +23,8 @@
 //! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
 //! - `error`: C's errnos;
 //! - `log`: rate-limited logging for completion context;
+//! - `trace`: the trace events (system `rtrs_clt`: C's three and this
+//!   module's own);
 //! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
 //!   rnbd's callbacks (`LinkEvCb`, `Confirm`);
 //! - `addr`: addresses between rtrs_core's parsed form and `sockaddr`;
@@ -107,6 +110,7 @@ mod api;
 mod clt;
 mod cm;
 mod conns;
+mod dev_event;
 mod error;
 mod hb;
 mod io;
@@ -119,6 +123,7 @@ mod permits;
 mod sess;
 mod stats;
 mod sync;
+mod trace;
 mod verbs;
 mod wq;
 
