@@ -88,11 +88,14 @@ tap_check "mpath_policy writes traced ($(tr_lines rtrs_clt_mp_policy | sed 's/.*
 # --- a silent cut under IO: heartbeat misses, C's error recovery, failover ----
 tr_reset
 fo0=$(mp_failovers $S)
-mp_run_io "$dev" /tmp/tr-fio.out 12 & fpid=$!
-q0=$(mp_path_reqs $S 2)
-p2_busy() { [ "$(mp_path_reqs $S 2)" -gt $(( q0 + 200 )) ]; }
-# IO is on path 2 before it goes silent.
-wait_for 20 p2_busy
+mp_run_io "$dev" /tmp/tr-fio.out 30 & fpid=$!
+# p2_inflight: requests in flight on path 2 (stats/rdma's fifth field).
+p2_inflight() { mp_path_rdma $S 2 | awk '{print $5 + 0}'; }
+p2_busy() { [ "$(p2_inflight)" -ge 8 ]; }
+# Requests are in flight on path 2 when it goes silent (IO under TCG and
+# KASAN is slow: fio may take seconds to get going).
+wait_for 30 p2_busy
+diag "path 2 had $(p2_inflight) requests in flight at the cut"
 mp_path_cut 2
 wait_for 30 mp_path_down $S 2
 wait $fpid; frc=$?
