@@ -136,6 +136,9 @@ void *rtrs_rs_raw_cpu_ptr(void *p)
 
 unsigned int rtrs_rs_next_possible_cpu(int prev)
 {
+	/* No CPU follows these (and cpumask_next() wants prev >= -1). */
+	if (prev < -1 || prev >= (int)nr_cpu_ids - 1)
+		return nr_cpu_ids;
 	return cpumask_next(prev, cpu_possible_mask);
 }
 
@@ -289,10 +292,17 @@ u32 rtrs_rs_get_random_u32_below(u32 ceil)
 	return get_random_u32_below(ceil);
 }
 
-int rtrs_rs_dev_ifindex(const char *name)
+static_assert(IFNAMSIZ == 16);
+
+int rtrs_rs_dev_ifindex(const char name[16])
 {
-	struct net_device *ndev = dev_get_by_name(&init_net, name);
+	struct net_device *ndev;
+	char buf[IFNAMSIZ];
 	int ifindex = 0;
+
+	memcpy(buf, name, IFNAMSIZ);
+	buf[IFNAMSIZ - 1] = '\0';
+	ndev = dev_get_by_name(&init_net, buf);
 
 	if (ndev) {
 		ifindex = ndev->ifindex;

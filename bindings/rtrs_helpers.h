@@ -80,13 +80,19 @@ void rtrs_rs_free_percpu(void *p);
 void *rtrs_rs_per_cpu_ptr(void *p, int cpu);
 /* raw_cpu_ptr(p): the slot of the CPU this runs on. */
 void *rtrs_rs_raw_cpu_ptr(void *p);
-/* cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end. */
+/*
+ * cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end, and
+ * nr_cpu_ids for any prev outside -1 .. nr_cpu_ids - 2.
+ */
 unsigned int rtrs_rs_next_possible_cpu(int prev);
 /* cpu < nr_cpu_ids && cpu_possible(cpu). */
 bool rtrs_rs_cpu_possible(unsigned int cpu);
 
-/* dev_get_by_name(&init_net, name) -> ifindex, 0 if there is none. */
-int rtrs_rs_dev_ifindex(const char *name);
+/*
+ * dev_get_by_name(&init_net, name) -> ifindex, 0 if there is none. Reads
+ * exactly IFNAMSIZ (16) bytes of name, NUL-terminated or not.
+ */
+int rtrs_rs_dev_ifindex(const char name[16]);
 
 /* raw_smp_processor_id() (a macro). */
 unsigned int rtrs_rs_raw_smp_processor_id(void);

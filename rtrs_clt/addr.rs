@@ -83,8 +83,7 @@ pub(crate) fn dev_ifindex(name: &[u8]) -> Option<u32> {
     for (d, s) in buf.iter_mut().zip(name) {
         *d = *s;
     }
-    // SAFETY: `buf` is NUL-terminated.
-    let i = unsafe { bindings::rtrs_rs_dev_ifindex(buf.as_ptr().cast()) };
+    let i = bindings::rtrs_rs_dev_ifindex(&buf);
     u32::try_from(i).ok().filter(|&i| i != 0)
 }
 

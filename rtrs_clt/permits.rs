@@ -66,8 +66,7 @@ impl Permits {
         for _ in 0..words {
             map.push(AtomicU64::new(0), GFP_KERNEL)?;
         }
-        // SAFETY: No preconditions.
-        let wq = NonNull::new(unsafe { bindings::rtrs_rs_waitq_alloc() }).ok_or(ENOMEM)?;
+        let wq = NonNull::new(bindings::rtrs_rs_waitq_alloc()).ok_or(ENOMEM)?;
         let p = Self {
             map,
             _store: store,

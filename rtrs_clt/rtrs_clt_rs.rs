@@ -18,7 +18,8 @@
 //!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
 //!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot
 //!   handed between submitter and completion);
-//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers;
+//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers (C functions
+//!   declared `safe` in `bindings/safe.rs`);
 //! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
 //! - `error`: C's errnos;
 //! - `log`: rate-limited logging for completion context;

@@ -104,8 +104,8 @@ pub(crate) struct RcuGuard(core::marker::PhantomData<*mut ()>);
 impl RcuGuard {
     /// `rcu_read_lock()`.
     pub(crate) fn new() -> Self {
-        // SAFETY: No preconditions; paired with the unlock in drop.
-        unsafe { bindings::rtrs_rs_rcu_read_lock() };
+        // Paired with the unlock in drop.
+        bindings::rtrs_rs_rcu_read_lock();
         Self(core::marker::PhantomData)
     }
 }
@@ -121,8 +121,8 @@ impl Drop for RcuGuard {
 /// `synchronize_rcu()`: every `RcuGuard` taken before this call has been
 /// dropped when it returns. Sleeps.
 pub(crate) fn synchronize_rcu() {
-    // SAFETY: Process context (callers are works and sysfs/API paths).
-    unsafe { bindings::rtrs_rs_synchronize_rcu() };
+    // Process context (callers are works and sysfs/API paths).
+    bindings::rtrs_rs_synchronize_rcu();
 }
 
 /// A `KBox<T>` published to RCU readers: readers see it through
