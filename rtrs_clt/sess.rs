@@ -597,9 +597,9 @@ impl Sess {
             data_len,
             sg_nents: sg.nents(),
             user: Cell::new(Some(UserReq { conf, sg })),
-            con_type: permit.con_type,
-            cpu_id: permit.cpu_id,
-            mem_id: permit.mem_id,
+            con_type: permit.con_type.load(Ordering::Relaxed),
+            cpu_id: permit.cpu_id.load(Ordering::Relaxed),
+            mem_id: permit.mem_id.load(Ordering::Relaxed),
         };
         self.issue(&r, false)
     }
