@@ -201,26 +201,18 @@ impl UsrHdr<'_> {
     }
 }
 
-/// One path's addresses from a `struct rtrs_addr`.
+/// One path's addresses: `struct rtrs_addr` as Rust sees it, the same
+/// layout as [`RtrsAddr`] (an `Option<&T>` is a nullable pointer), so an
+/// array of `struct rtrs_addr` whose pointers are null or valid for `'a`
+/// is an array of these.
+#[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct PathAddr<'a> {
     pub(crate) src: Option<&'a bindings::__kernel_sockaddr_storage>,
     pub(crate) dst: Option<&'a bindings::__kernel_sockaddr_storage>,
 }
 
-impl RtrsAddr {
-    /// The addresses, `None` where a pointer is null.
-    ///
-    /// # Safety
-    ///
-    /// `src` and `dst` are null or point to sockaddr_storage valid for `'a`.
-    pub(crate) unsafe fn get<'a>(&self) -> PathAddr<'a> {
-        // SAFETY: By the function's contract.
-        unsafe {
-            PathAddr {
-                src: self.src.as_ref(),
-                dst: self.dst.as_ref(),
-            }
-        }
-    }
-}
+const _: () = {
+    assert!(core::mem::size_of::<PathAddr<'_>>() == core::mem::size_of::<RtrsAddr>());
+    assert!(core::mem::align_of::<PathAddr<'_>>() == core::mem::align_of::<RtrsAddr>());
+};
