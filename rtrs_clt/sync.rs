@@ -132,12 +132,10 @@ pub(crate) fn synchronize_rcu() {
 ///
 /// # Invariants
 ///
-/// `p` is null or comes from `KBox::into_raw` and is owned by this
-/// `RcuBox`. A box taken out by [`RcuBox::replace`] is freed (or handed
-/// back) only after `synchronize_rcu` returned.
+/// A box taken out of `p` by [`RcuBox::replace`] is freed (or handed back)
+/// only after `synchronize_rcu` returned.
 pub(crate) struct RcuBox<T> {
-    p: AtomicPtr<T>,
-    _own: PhantomData<KBox<T>>,
+    p: OwnedPtr<T>,
 }
 
 // SAFETY: The box is owned (as a `KBox<T>`) and moves with the `RcuBox`.
@@ -150,35 +148,24 @@ impl<T> RcuBox<T> {
     /// Nothing published.
     pub(crate) const fn empty() -> Self {
         Self {
-            p: AtomicPtr::new(core::ptr::null_mut()),
-            _own: PhantomData,
+            p: OwnedPtr::null(),
         }
     }
 
     /// The published value, for as long as `_g` is held.
     pub(crate) fn get<'a>(&'a self, _g: &'a RcuGuard) -> Option<&'a T> {
-        let p = self.p.load(Ordering::Acquire);
-        // SAFETY: By the type invariant a non-null `p` is a live box, freed
-        // only after a grace period that `_g` holds off.
+        let p = self.p.load();
+        // SAFETY: A non-null `p` is a live box (`OwnedPtr`), and once taken
+        // out it is freed only after a grace period (type invariant), which
+        // `_g` holds off.
         unsafe { p.as_ref() }
     }
 
     /// Publishes `new` (or nothing) and returns what was published, which
     /// readers may still hold until a grace period has passed.
     pub(crate) fn replace(&self, new: Option<KBox<T>>) -> Retired<T> {
-        let n = new.map_or(core::ptr::null_mut(), KBox::into_raw);
-        Retired(NonNull::new(self.p.swap(n, Ordering::AcqRel)))
-    }
-}
-
-impl<T> Drop for RcuBox<T> {
-    fn drop(&mut self) {
-        let p = *self.p.get_mut();
-        if !p.is_null() {
-            // SAFETY: By the type invariant; `&mut self` means no `get`
-            // borrow of it is alive.
-            drop(unsafe { KBox::from_raw(p) });
-        }
+        // INVARIANT: `Retired` frees it only after `synchronize_rcu`.
+        Retired(self.p.swap(new))
     }
 }
 
@@ -196,20 +183,20 @@ impl<T> Retired<T> {
     /// Waits for a grace period (always: the caller may rely on it for
     /// readers of other state too) and returns the box, now only ours.
     /// Sleeps.
-    pub(crate) fn wait(mut self) -> Option<KBox<T>> {
-        synchronize_rcu();
-        // SAFETY: The pointer came from `KBox::into_raw` (the invariant of
-        // the `RcuBox` it was published in) and readers are gone.
-        self.0.take().map(|p| unsafe { KBox::from_raw(p.as_ptr()) })
+    pub(crate) fn wait(self) -> Option<KBox<T>> {
+        Self::wait_all(Some(self)).next().flatten()
     }
 
     /// [`Retired::wait`] for several at once: one grace period for all,
     /// then each box in order. Sleeps.
-    pub(crate) fn wait_all(v: KVec<Self>) -> impl Iterator<Item = Option<KBox<T>>> {
+    pub(crate) fn wait_all(
+        v: impl IntoIterator<Item = Self>,
+    ) -> impl Iterator<Item = Option<KBox<T>>> {
         synchronize_rcu();
         v.into_iter().map(|mut r| {
-            // SAFETY: As in `wait`: from `KBox::into_raw`, and the grace
-            // period above started after it was taken out.
+            // SAFETY: The pointer is the box an `RcuBox` owned (from
+            // `KBox::into_raw`, see `OwnedPtr`), taken out before the grace
+            // period above started, so no reader holds it any more.
             r.0.take().map(|p| unsafe { KBox::from_raw(p.as_ptr()) })
         })
     }
@@ -510,24 +497,65 @@ impl<T> DerefMut for SlotMut<'_, T> {
 ///
 /// # Invariants
 ///
-/// `p` is null or comes from `KBox::into_raw`, is owned by this `OnceBox`
-/// and is never changed again until drop.
+/// Once `p` is set (non-null) it is not changed again until drop.
 pub(crate) struct OnceBox<T> {
-    p: AtomicPtr<T>,
-    _own: PhantomData<KBox<T>>,
+    p: OwnedPtr<T>,
 }
 
 impl<T: Send + Sync> OnceBox<T> {
     /// Not set.
     pub(crate) const fn empty() -> Self {
         Self {
-            p: AtomicPtr::new(core::ptr::null_mut()),
-            _own: PhantomData,
+            p: OwnedPtr::null(),
         }
     }
 
     /// Sets the value; gives it back if one was set already.
     pub(crate) fn set(&self, v: KBox<T>) -> core::result::Result<(), KBox<T>> {
+        // INVARIANT: only ever set from null.
+        self.p.set_if_null(v)
+    }
+
+    /// The value, once set.
+    pub(crate) fn get(&self) -> Option<&T> {
+        // SAFETY: A non-null `p` is a live box (`OwnedPtr`) that is never
+        // changed again (type invariant), so it lives as long as `self`.
+        unsafe { self.p.load().as_ref() }
+    }
+}
+
+/// The owning pointer of [`RcuBox`] and [`OnceBox`]: nothing, or a box.
+///
+/// # Invariants
+///
+/// `p` is null or comes from `KBox::into_raw` and is owned by this value.
+struct OwnedPtr<T> {
+    p: AtomicPtr<T>,
+    _own: PhantomData<KBox<T>>,
+}
+
+impl<T> OwnedPtr<T> {
+    const fn null() -> Self {
+        Self {
+            p: AtomicPtr::new(core::ptr::null_mut()),
+            _own: PhantomData,
+        }
+    }
+
+    /// The box, or null (acquire: its contents are visible).
+    fn load(&self) -> *mut T {
+        self.p.load(Ordering::Acquire)
+    }
+
+    /// Stores `new` (or nothing) and gives up the box that was stored: its
+    /// owner is now the caller.
+    fn swap(&self, new: Option<KBox<T>>) -> Option<NonNull<T>> {
+        let n = new.map_or(core::ptr::null_mut(), KBox::into_raw);
+        NonNull::new(self.p.swap(n, Ordering::AcqRel))
+    }
+
+    /// Stores `v` if nothing is stored; else gives it back.
+    fn set_if_null(&self, v: KBox<T>) -> core::result::Result<(), KBox<T>> {
         let p = KBox::into_raw(v);
         match self.p.compare_exchange(
             core::ptr::null_mut(),
@@ -540,15 +568,9 @@ impl<T: Send + Sync> OnceBox<T> {
             Err(_) => Err(unsafe { KBox::from_raw(p) }),
         }
     }
-
-    /// The value, once set.
-    pub(crate) fn get(&self) -> Option<&T> {
-        // SAFETY: By the type invariant a set value lives as long as `self`.
-        unsafe { self.p.load(Ordering::Acquire).as_ref() }
-    }
 }
 
-impl<T> Drop for OnceBox<T> {
+impl<T> Drop for OwnedPtr<T> {
     fn drop(&mut self) {
         let p = *self.p.get_mut();
         if !p.is_null() {
