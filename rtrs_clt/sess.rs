@@ -138,7 +138,8 @@ impl PathViews for LiveViews<'_> {
     }
 
     fn view(&self, i: usize) -> Option<PathView> {
-        let sh = self.list.get(i, self.g)?.sp.shared();
+        let e = self.list.get(i, self.g)?;
+        let sh = e.sp.shared();
         let view = PathView::new(
             sh.state(),
             sh.stats.inflight(),

@@ -226,8 +226,9 @@ impl<T> Drop for Retired<T> {
 /// The first `num` slots hold pointers from `Arc::into_raw`, each owning
 /// one reference; a slot may transiently repeat its neighbour or read null
 /// while `remove` shifts; the rest are null. Slots change only under
-/// `writer`, and a reference taken out of the array is given up only after
-/// a grace period.
+/// `writer`; readers look only below `num`; and a reference taken out of
+/// the array is given up only after a grace period that started once no
+/// reader could reach it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct RcuArray<T, W> {
     slots: KVec<AtomicPtr<T>>,
@@ -236,6 +237,20 @@ pub(crate) struct RcuArray<T, W> {
     writer: Mutex<W>,
     _own: PhantomData<Arc<T>>,
 }
+
+/// What keeps the entries an [`RcuArray`] lists from being freed for `'a`.
+enum Keep<'a, T, W> {
+    /// An RCU read section: an entry taken out is given up only after a
+    /// grace period. (Borrowed, not read: the borrow is what counts.)
+    Rcu(#[allow(dead_code)] &'a RcuGuard),
+    /// The array's writers' lock: entries leave only under it.
+    Writer(&'a RcuArrayGuard<'a, T, W>),
+}
+
+/// Made only where no reader can reach an [`RcuArray`]'s slots any more:
+/// while it is dropped, and by `take_all` (nothing listed, after a grace
+/// period, writers locked out).
+struct NoReaders(());
 
 impl<T: Send + Sync, W> RcuArray<T, W> {
     /// An empty array of `cap` slots, with `writer` as its writers' lock.
@@ -257,17 +272,33 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
         self.num.load(Ordering::Acquire)
     }
 
-    /// The entry at `i`, for as long as `_g` is held.
-    pub(crate) fn get<'a>(&'a self, i: usize, _g: &'a RcuGuard) -> Option<&'a T> {
-        let p = self.slots.get(i)?.load(Ordering::Acquire);
-        // SAFETY: By the type invariant a listed entry holds a reference
-        // until a grace period after it leaves, which `_g` holds off.
-        unsafe { p.as_ref() }
+    /// The entry at `i`, for as long as `g` is held.
+    pub(crate) fn get<'a>(&'a self, i: usize, g: &'a RcuGuard) -> Option<ArcBorrow<'a, T>> {
+        self.entry(i, Keep::Rcu(g))
     }
 
     /// The entries in order with their index, for as long as `g` is held.
-    pub(crate) fn iter<'a>(&'a self, g: &'a RcuGuard) -> impl Iterator<Item = (usize, &'a T)> {
+    pub(crate) fn iter<'a>(
+        &'a self,
+        g: &'a RcuGuard,
+    ) -> impl Iterator<Item = (usize, ArcBorrow<'a, T>)> {
         (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
+    }
+
+    /// The entry at `i`, which `keep` keeps for `'a`.
+    fn entry<'a>(&'a self, i: usize, keep: Keep<'a, T, W>) -> Option<ArcBorrow<'a, T>> {
+        match keep {
+            Keep::Rcu(_) if i >= self.len() => return None,
+            Keep::Writer(g) if !core::ptr::eq(g.a, self) => return None,
+            _ => {}
+        }
+        let p = self.slots.get(i)?.load(Ordering::Acquire);
+        // SAFETY: By the type invariant a non-null slot a reader may look
+        // at holds a pointer from `Arc::into_raw` that owns a reference,
+        // given up only under the writers' mutex and after a grace period:
+        // `keep` holds an RCU read section, or this array's writers' mutex,
+        // for `'a`.
+        (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) })
     }
 
     /// The writers' mutex, for `LockedBy` data that it guards.
@@ -284,17 +315,25 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
     }
 }
 
+impl<T, W> RcuArray<T, W> {
+    /// Takes the first `n` slots' references out, nulling the slots.
+    fn drain(&self, n: usize, _no_readers: NoReaders) -> impl Iterator<Item = Arc<T>> + '_ {
+        self.slots.iter().take(n).filter_map(|s| {
+            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: By the type invariant a non-null slot owns a reference
+            // from `Arc::into_raw`, which now leaves it; no reader can hold
+            // it (`NoReaders`).
+            (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
+        })
+    }
+}
+
 #[pinned_drop]
 impl<T, W> PinnedDrop for RcuArray<T, W> {
     fn drop(self: Pin<&mut Self>) {
-        for s in self.slots.iter() {
-            let p = s.swap(core::ptr::null_mut(), Ordering::Relaxed);
-            if !p.is_null() {
-                // SAFETY: By the type invariant; being dropped, the array
-                // has no reader left.
-                drop(unsafe { Arc::from_raw(p) });
-            }
-        }
+        let n = self.slots.len();
+        // Being dropped, the array has no reader left.
+        self.drain(n, NoReaders(())).for_each(drop);
     }
 }
 
@@ -320,27 +359,14 @@ impl<T, W> DerefMut for RcuArrayGuard<'_, T, W> {
 
 impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
     /// The entries in order; the caller may sleep (no writer runs).
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = ArcBorrow<'_, T>> + '_ {
         let a = self.a;
-        (0..a.len()).filter_map(move |i| {
-            let p = a.slots.get(i)?.load(Ordering::Acquire);
-            // SAFETY: By the type invariant, entries leave only under the
-            // writers' mutex, which `self` holds.
-            unsafe { p.as_ref() }
-        })
+        (0..a.len()).filter_map(move |i| a.entry(i, Keep::Writer(self)))
     }
 
     /// A reference to the first entry for which `is` holds.
     pub(crate) fn find(&self, is: impl Fn(&T) -> bool) -> Option<Arc<T>> {
-        let a = self.a;
-        (0..a.len()).find_map(|i| {
-            let p = a.slots.get(i)?.load(Ordering::Acquire);
-            // SAFETY: By the type invariant a listed slot holds a pointer
-            // from `Arc::into_raw` whose reference it owns, and entries
-            // leave only under the writers' mutex, which `self` holds.
-            let b = unsafe { (!p.is_null()).then(|| ArcBorrow::from_raw(p)) }?;
-            is(&b).then(|| Arc::from(b))
-        })
+        self.iter().find(|e| is(&**e)).map(Arc::from)
     }
 
     /// `rtrs_clt_add_path_to_arr`: appends `e`; gives it back when full.
@@ -360,7 +386,7 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
     pub(crate) fn remove(&mut self, is: impl Fn(&T) -> bool) -> Option<(usize, Arc<T>)> {
         let a = self.a;
         let n = a.len();
-        let i = self.iter().position(is)?;
+        let i = self.iter().position(|e| is(&*e))?;
         let p = a.slots.get(i)?.load(Ordering::Acquire);
         if p.is_null() {
             return None;
@@ -391,14 +417,11 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
         a.num.store(0, Ordering::Release);
         synchronize_rcu();
         let mut v = KVec::new();
-        for s in a.slots.iter().take(n) {
-            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
-            if !p.is_null() {
-                // SAFETY: As in `remove`.
-                let e = unsafe { Arc::from_raw(p) };
-                // On ENOMEM the entry is dropped right here.
-                let _ = v.push(e, GFP_KERNEL);
-            }
+        // Readers look below `num` only, and those that saw it above 0 are
+        // gone; writers are locked out.
+        for e in a.drain(n, NoReaders(())) {
+            // On ENOMEM the entry is dropped right here.
+            let _ = v.push(e, GFP_KERNEL);
         }
         v
     }
