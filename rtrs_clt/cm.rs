@@ -53,8 +53,9 @@ impl CmIdRef<'_> {
     pub(crate) fn device_name(&self) -> Option<&CStr> {
         let d = self.device();
         // SAFETY: A bound id's device stays registered while the id lives
-        // (rdma_cm waits for the id's destruction on removal).
-        (!d.is_null()).then(|| unsafe { crate::verbs::ib_dev_name(d) })
+        // (rdma_cm waits for the id's destruction on removal), and its
+        // NUL-terminated name lives as long as the device.
+        (!d.is_null()).then(|| unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(d)) })
     }
 
     /// The bound port (`cm_id->port_num`).

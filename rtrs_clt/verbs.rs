@@ -22,25 +22,15 @@ use kernel::types::Opaque;
 
 use crate::bindings;
 
-/// The name of an ib_device, for logging.
-///
-/// # Safety
-///
-/// `ibdev` must point to a live, registered `ib_device`.
-pub(crate) unsafe fn ib_dev_name<'a>(ibdev: *const bindings::ib_device) -> &'a CStr {
-    // SAFETY: The caller guarantees `ibdev` is live; a registered device has a
-    // NUL-terminated name that lives as long as the device.
-    unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(ibdev)) }
-}
-
 /// `ib_client.add`: called for every RDMA device, present and future.
 ///
 /// # Safety
 ///
 /// Called by the IB core only, with a registered device.
 unsafe extern "C" fn rtrs_rs_ib_add_one(ibdev: *mut bindings::ib_device) -> kernel::ffi::c_int {
-    // SAFETY: The IB core calls `add` with a registered device.
-    let name = unsafe { ib_dev_name(ibdev) };
+    // SAFETY: The IB core calls `add` with a registered device, whose
+    // NUL-terminated name lives as long as the device.
+    let name = unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(ibdev)) };
     pr_info!("ib device {} added\n", name);
     0
 }
@@ -54,8 +44,9 @@ unsafe extern "C" fn rtrs_rs_ib_remove_one(
     ibdev: *mut bindings::ib_device,
     _client_data: *mut kernel::ffi::c_void,
 ) {
-    // SAFETY: The IB core calls `remove` before the device is freed.
-    let name = unsafe { ib_dev_name(ibdev) };
+    // SAFETY: The IB core calls `remove` before the device is freed, and
+    // its NUL-terminated name lives as long as the device.
+    let name = unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(ibdev)) };
     pr_info!("ib device {} removed\n", name);
 }
 
@@ -217,10 +208,19 @@ impl Drop for Pd {
     }
 }
 
+/// A device's attributes (`ib_dev->attrs`) and `num_comp_vectors`, copied
+/// when it joins the pool: they do not change while it is registered.
+#[derive(Clone, Copy)]
+struct DevInfo {
+    attrs: bindings::ib_device_attr,
+    num_comp_vectors: c_int,
+}
+
 /// One pool entry (`struct rtrs_ib_dev`): a device and its PD.
 struct IbDev {
     ib_dev: *mut bindings::ib_device,
     node_guid: u64,
+    info: DevInfo,
     pd: Pd,
     /// Number of live `DevRef`s on this entry (the kref of C).
     users: usize,
@@ -263,9 +263,19 @@ impl DevPool {
         self: &Arc<Self>,
         ib_dev: *mut bindings::ib_device,
     ) -> Result<DevRef> {
-        // SAFETY: The caller guarantees `ib_dev` is live.
-        let (node_guid, cap_flags) =
-            unsafe { ((*ib_dev).node_guid, (*ib_dev).attrs.device_cap_flags) };
+        // SAFETY: The caller guarantees `ib_dev` is live. These fields are
+        // set before a device registers and then stay; they are copied out
+        // (the rest of the device changes meanwhile).
+        let (node_guid, info) = unsafe {
+            (
+                (*ib_dev).node_guid,
+                DevInfo {
+                    attrs: (*ib_dev).attrs,
+                    num_comp_vectors: (*ib_dev).num_comp_vectors,
+                },
+            )
+        };
+        let cap_flags = info.attrs.device_cap_flags;
         let mut list = self.list.lock();
         for e in list.iter_mut().flatten() {
             if e.node_guid == node_guid {
@@ -274,6 +284,7 @@ impl DevPool {
                     pool: self.clone(),
                     ib_dev: e.ib_dev,
                     pd: e.pd.pd,
+                    info: e.info,
                 });
             }
         }
@@ -291,6 +302,7 @@ impl DevPool {
         let entry = IbDev {
             ib_dev,
             node_guid,
+            info,
             pd,
             users: 1,
         };
@@ -302,6 +314,7 @@ impl DevPool {
             pool: self.clone(),
             ib_dev,
             pd: pd_ptr,
+            info,
         })
     }
 }
@@ -317,6 +330,7 @@ pub(crate) struct DevRef {
     pool: Arc<DevPool>,
     ib_dev: *mut bindings::ib_device,
     pd: NonNull<bindings::ib_pd>,
+    info: DevInfo,
 }
 
 // SAFETY: The pointers are to kernel objects usable from any thread; the
@@ -342,21 +356,14 @@ impl DevRef {
         unsafe { (*self.pd.as_ptr()).local_dma_lkey }
     }
 
-    /// The `struct ib_device`.
-    fn dev(&self) -> &bindings::ib_device {
-        // SAFETY: The device outlives this reference (see `find_or_add`);
-        // the fields read here do not change while it is registered.
-        unsafe { &*self.ib_dev }
-    }
-
     /// Device attributes (`ib_dev->attrs`).
     pub(crate) fn attrs(&self) -> &bindings::ib_device_attr {
-        &self.dev().attrs
+        &self.info.attrs
     }
 
     /// Number of completion vectors of the device.
     pub(crate) fn num_comp_vectors(&self) -> u32 {
-        u32::try_from(self.dev().num_comp_vectors)
+        u32::try_from(self.info.num_comp_vectors)
             .unwrap_or(1)
             .max(1)
     }
@@ -375,6 +382,7 @@ impl DevRef {
             pool: self.pool.clone(),
             ib_dev: self.ib_dev,
             pd: self.pd,
+            info: self.info,
         })
     }
 }
@@ -883,10 +891,9 @@ unsafe extern "C" fn qp_event_handler<C: QpOwner>(
     ev: *mut bindings::ib_event,
     ctx: *mut kernel::ffi::c_void,
 ) {
-    // SAFETY: The core passes a valid event.
-    let event = unsafe { (*ev).event };
-    // SAFETY: By the function's contract `ctx` is a live `C`.
-    let owner = unsafe { &*ctx.cast::<C>() };
+    // SAFETY: By the function's contract: the core passes a valid event,
+    // and `ctx` is a live `C`.
+    let (event, owner) = unsafe { ((*ev).event, &*ctx.cast::<C>()) };
     owner.qp_event(event);
 }
 
