@@ -73,21 +73,22 @@ int rtrs_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 	return ib_post_recv(qp, wr, bad_wr);
 }
 
-u64 rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
-			      size_t size, enum dma_data_direction dir)
+int rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
+			      size_t size, enum dma_data_direction dir,
+			      u64 *dma_addr)
 {
-	return ib_dma_map_single(dev, cpu_addr, size, dir);
+	u64 addr = ib_dma_map_single(dev, cpu_addr, size, dir);
+
+	if (ib_dma_mapping_error(dev, addr))
+		return -ENOMEM;
+	*dma_addr = addr;
+	return 0;
 }
 
 void rtrs_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir)
 {
 	ib_dma_unmap_single(dev, addr, size, dir);
-}
-
-int rtrs_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
-{
-	return ib_dma_mapping_error(dev, dma_addr);
 }
 
 void rtrs_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr,
@@ -210,15 +211,15 @@ void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 	ib_dma_unmap_sg(dev, sg, nents, dir);
 }
 
-int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
+int rtrs_rs_ib_map_mr_sg_fr(struct ib_mr *mr, struct scatterlist *sg,
 			    int count)
 {
-	return ib_map_mr_sg(mr, sg, count, NULL, SZ_4K);
-}
+	/* Align the MR to a 4K page size to match the block virt boundary */
+	int nr = ib_map_mr_sg(mr, sg, count, NULL, SZ_4K);
 
-void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr)
-{
-	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	if (nr == count)
+		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	return nr;
 }
 
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr)

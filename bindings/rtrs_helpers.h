@@ -42,12 +42,16 @@ int rtrs_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 int rtrs_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr);
 
-/* DMA mapping of IU buffers (static inlines). */
-u64 rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
-			      size_t size, enum dma_data_direction dir);
+/*
+ * DMA mapping of IU buffers (static inlines): ib_dma_map_single() checked
+ * with ib_dma_mapping_error(), as every caller must: 0 and *dma_addr, or
+ * -ENOMEM.
+ */
+int rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
+			      size_t size, enum dma_data_direction dir,
+			      u64 *dma_addr);
 void rtrs_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir);
-int rtrs_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
 void rtrs_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr,
 					size_t size,
 					enum dma_data_direction dir);
@@ -103,11 +107,14 @@ int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			  int nents, enum dma_data_direction dir);
 void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir);
-/* ib_map_mr_sg(mr, sg, count, NULL, SZ_4K). */
-int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
+/*
+ * rtrs_map_sg_fr() of the C client: ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)
+ * and, if it mapped all count entries, a new key with
+ * ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey)) (a static inline).
+ * Returns what ib_map_mr_sg() returned.
+ */
+int rtrs_rs_ib_map_mr_sg_fr(struct ib_mr *mr, struct scatterlist *sg,
 			    int count);
-/* ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey)). */
-void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr);
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
 
 /* The inlines and macros behind an embedded delayed work (rtrs_clt/wq.rs). */

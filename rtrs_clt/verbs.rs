@@ -659,17 +659,13 @@ impl Mr {
         self.mr.as_ptr()
     }
 
-    /// `ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)`, then a new key
-    /// (`ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey))`). Returns the
-    /// number of entries mapped (or C's negative errno).
+    /// `rtrs_map_sg_fr`: `ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)`, then,
+    /// if it mapped them all, a new key (`ib_update_fast_reg_key(mr,
+    /// ib_inc_rkey(mr->rkey))`). Returns the number of entries mapped (or
+    /// C's negative errno).
     pub(crate) fn map_sg(&mut self, sg: &MappedSg) -> c_int {
         // SAFETY: The MR is live and ours (`&mut self`); `sg` is mapped.
-        let nr = unsafe { bindings::rtrs_rs_ib_map_mr_sg_4k(self.mr.as_ptr(), sg.sg.sg, sg.count) };
-        if nr == sg.count {
-            // SAFETY: As above.
-            unsafe { bindings::rtrs_rs_ib_inc_fast_reg_key(self.mr.as_ptr()) };
-        }
-        nr
+        unsafe { bindings::rtrs_rs_ib_map_mr_sg_fr(self.mr.as_ptr(), sg.sg.sg, sg.count) }
     }
 }
 
@@ -741,15 +737,19 @@ impl<D: IuDone> Iu<D> {
         dir: bindings::dma_data_direction,
     ) -> Result<Pin<KBox<Self>>> {
         let mut buf = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+        let mut dma_addr = 0u64;
         // SAFETY: `buf` is `size` bytes of kmalloc memory that stays put until
-        // unmapped in `drop`; the device is registered (`dev`).
-        let dma_addr = unsafe {
-            bindings::rtrs_rs_ib_dma_map_single(dev.ib_dev(), buf.as_mut_ptr().cast(), size, dir)
-        };
-        // SAFETY: As above.
-        if unsafe { bindings::rtrs_rs_ib_dma_mapping_error(dev.ib_dev(), dma_addr) } != 0 {
-            return Err(ENOMEM);
-        }
+        // unmapped in `drop`; the device is registered (`dev`); `dma_addr`
+        // is writable.
+        to_result(unsafe {
+            bindings::rtrs_rs_ib_dma_map_single(
+                dev.ib_dev(),
+                buf.as_mut_ptr().cast(),
+                size,
+                dir,
+                &mut dma_addr,
+            )
+        })?;
         let iu = Iu {
             cqe: Opaque::new(bindings::ib_cqe {
                 done: Some(first_cqe_done::<Self>),
