@@ -608,7 +608,7 @@ impl Con {
             // SAFETY: From ADDR_RESOLVED on the cm id is bound to this device,
             // which stays registered until the id is destroyed; every
             // `DevRef` of this path is dropped before its cm ids.
-            let dev = unsafe { path.pool.find_or_add(id.device()) }.map_err(|_| {
+            let dev = unsafe { path.pool.find_or_add(id.binding().device) }.map_err(|_| {
                 pr_warn!(
                     "{}: rtrs_ib_dev_find_get_or_add(): no memory\n",
                     self.sess()
@@ -772,10 +772,11 @@ impl Con {
             .store(params.signal_interval, Ordering::Release);
         path.new_rkey.store(params.new_rkey(), Ordering::Release);
         pinner.params = Some(params);
-        pinner.hca_port = id.port_num();
+        let bound = id.binding();
+        pinner.hca_port = bound.port_num;
         let name = id.device_name().map_or(&[][..], |n| n.as_bytes());
         pinner.hca_name = HcaName::from_bytes(name);
-        pinner.resolved_src = Some(id.src_addr());
+        pinner.resolved_src = Some(bound.src_addr);
         path.for_new_clt.store(true, Ordering::Relaxed);
         Ok(())
     }
