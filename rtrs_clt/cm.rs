@@ -3,13 +3,15 @@
 //! An owning wrapper over an rdma_cm id, with its event handler trampolined
 //! into Rust.
 //!
-//! The id's `context` is a pointer to its owner `T: CmHandler`; the C handler
-//! recovers it and calls `T::cm_event`. rdma_cm serialises the events of one
-//! id (its handler mutex) and runs them in process context, so handlers may
-//! sleep and take mutexes. `rdma_destroy_id` waits for a running handler, so
-//! dropping the `CmId` before its owner is enough to keep `context` valid.
+//! The id's `context` is its owner `T: CmHandler`, which the `CmId` holds;
+//! the C handler recovers it and calls `T::cm_event`. rdma_cm serialises the
+//! events of one id (its handler mutex) and runs them in process context, so
+//! handlers may sleep and take mutexes. `rdma_destroy_id` waits for a
+//! running handler, so destroying the id before the owner goes (`CmId`'s
+//! drop, then its fields) keeps `context` valid.
 
 use core::marker::PhantomData;
+use core::pin::Pin;
 use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
@@ -215,49 +217,53 @@ unsafe extern "C" fn cm_handler<T: CmHandler>(
     0
 }
 
-/// An rdma_cm id, destroyed on drop.
+/// An rdma_cm id and its owner, the id's `context`; the id is destroyed on
+/// drop, then the owner.
 ///
 /// # Invariants
 ///
-/// `id` came from a successful `rdma_create_id` with `cm_handler::<T>` and a
-/// `context` that outlives this value; it is destroyed only in `drop`.
+/// `id` came from a successful `rdma_create_id` with `cm_handler::<T>` and
+/// `owner` as its `context`; it is destroyed only in `drop`, before `owner`
+/// (a field, dropped after `drop` ran).
 pub(crate) struct CmId<T: CmHandler> {
     id: NonNull<bindings::rdma_cm_id>,
-    _owner: PhantomData<*const T>,
+    owner: Pin<KBox<T>>,
 }
 
-// SAFETY: rdma_cm ids may be used and destroyed from any thread.
-unsafe impl<T: CmHandler> Send for CmId<T> {}
-// SAFETY: The methods on `&CmId` are thread safe in rdma_cm.
+// SAFETY: rdma_cm ids may be used and destroyed from any thread; the owner
+// moves with the id (`T: Send`).
+unsafe impl<T: CmHandler + Send> Send for CmId<T> {}
+// SAFETY: The methods on `&CmId` are thread safe in rdma_cm, and hand out
+// only `&T` (`CmHandler: Sync`).
 unsafe impl<T: CmHandler> Sync for CmId<T> {}
 
 impl<T: CmHandler> CmId<T> {
-    /// `rdma_create_id(&init_net, handler, owner, ps, qp_type)`.
-    ///
-    /// # Safety
-    ///
-    /// `owner` must point to a `T` that stays valid (and pinned) until the
-    /// returned id is dropped.
-    pub(crate) unsafe fn create(
-        owner: *const T,
+    /// `rdma_create_id(&init_net, handler, owner, ps, qp_type)`: an id whose
+    /// events go to `owner`.
+    pub(crate) fn create(
+        owner: Pin<KBox<T>>,
         ps: bindings::rdma_ucm_port_space,
         qp_type: bindings::ib_qp_type,
     ) -> Result<Self> {
-        // SAFETY: The handler matches `T`; the caller guarantees `owner`.
+        let context: *const T = &*owner;
+        // SAFETY: The handler matches `T`; `context` is pinned in `owner`,
+        // which the id holds until it is destroyed (type invariant).
         let id = from_err_ptr(unsafe {
             bindings::rtrs_rs_rdma_create_id(
                 Some(cm_handler::<T>),
-                owner.cast_mut().cast(),
+                context.cast_mut().cast(),
                 ps,
                 qp_type,
             )
         })?;
         let id = NonNull::new(id).ok_or(ENOMEM)?;
-        // INVARIANT: just created; the caller guarantees the context.
-        Ok(Self {
-            id,
-            _owner: PhantomData,
-        })
+        // INVARIANT: just created, with `owner` as its context.
+        Ok(Self { id, owner })
+    }
+
+    /// The owner, the id's `context`.
+    pub(crate) fn owner(&self) -> &T {
+        &self.owner
     }
 
     /// `rdma_set_reuseaddr(id, reuse)`.
@@ -298,8 +304,8 @@ impl<T: CmHandler> CmId<T> {
 impl<T: CmHandler> Drop for CmId<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the id is live and destroyed only here;
-        // rdma_destroy_id waits for a running handler, and its QP was
-        // destroyed first by the owner.
+        // rdma_destroy_id waits for a running handler (the owner goes after
+        // this), and its QP was destroyed first by the owner.
         unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
     }
 }

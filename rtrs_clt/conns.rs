@@ -25,25 +25,31 @@ use crate::rtrs_core::proto::{
 use crate::sync::{RcuGuard, Retired, WaitResult};
 use crate::verbs::Iu;
 
-/// A connection and its cm id.
+/// A connection's cm id, which holds the connection (its context).
 ///
 /// Drop order: teardown has taken the QP (with its CQ and IUs) out and
 /// destroyed it; `ConSlot::drop` marks the connection destroyed, destroys a
 /// QP made since, and puts the device reference (under `con_mutex`); then
 /// the cm id is destroyed (waiting for a running handler); then the
-/// connection is freed.
+/// connection is freed (`CmId`).
 struct ConSlot {
     cm_id: CmId<Con>,
-    con: Pin<KBox<Con>>,
+}
+
+impl ConSlot {
+    fn con(&self) -> &Con {
+        self.cm_id.owner()
+    }
 }
 
 impl Drop for ConSlot {
     fn drop(&mut self) {
-        let mut inner = self.con.con_mutex.lock();
+        let con = self.con();
+        let mut inner = con.con_mutex.lock();
         inner.destroyed = true;
         // Taken out by teardown already, unless a late ADDR_RESOLVED made
         // one since: it goes before the cm id.
-        drop(self.con.take_qp());
+        drop(con.take_qp());
         drop(inner.dev.take());
     }
 }
@@ -90,7 +96,7 @@ impl PathConns {
 
     /// Connection `cid`.
     pub(crate) fn con(&self, cid: usize) -> Option<&Con> {
-        self.cons.get(cid).map(|s| &*s.con)
+        self.cons.get(cid).map(ConSlot::con)
     }
 
     /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
@@ -132,17 +138,14 @@ impl PathConns {
             } else {
                 bindings::rdma_ucm_port_space_RDMA_PS_TCP
             };
-            // SAFETY: `con` is pinned and, in the `ConSlot` below, outlives
-            // the cm id (fields drop in order; `ConSlot::drop` runs first).
-            let cm_id = unsafe { CmId::create(&*con, ps, bindings::ib_qp_type_IB_QPT_RC) }
-                .inspect_err(|e| {
-                    pr_err!(
-                        "{}: Failed to create CM ID, err: {:?}\n",
-                        &*shared.sessname,
-                        e
-                    )
-                })?;
-            self.cons.push(ConSlot { cm_id, con }, GFP_KERNEL)?;
+            let cm_id = CmId::create(con, ps, bindings::ib_qp_type_IB_QPT_RC).inspect_err(|e| {
+                pr_err!(
+                    "{}: Failed to create CM ID, err: {:?}\n",
+                    &*shared.sessname,
+                    e
+                )
+            })?;
+            self.cons.push(ConSlot { cm_id }, GFP_KERNEL)?;
             let slot = self.cons.last().ok_or(EINVAL)?;
             Self::create_cm(&shared, slot).inspect_err(|_| {
                 shared.change_state(RtrsCltState::ConnectingErr);
@@ -161,7 +164,7 @@ impl PathConns {
             .resolve_addr(&shared.src_addr, &shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
             .inspect_err(|e| pr_err!("{}: Failed to resolve address, err: {:?}\n", sess, e))?;
         match slot
-            .con
+            .con()
             .cm_done
             .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
         {
@@ -169,7 +172,7 @@ impl PathConns {
             WaitResult::Interrupted => return Err(ERESTARTSYS),
             WaitResult::Done => {}
         }
-        let cm_err = slot.con.cm_err.load(Ordering::Acquire);
+        let cm_err = slot.con().cm_err.load(Ordering::Acquire);
         if cm_err < 0 {
             return Err(Error::from_errno(cm_err));
         }
@@ -185,7 +188,7 @@ impl PathConns {
     /// buffer, otherwise without SGE on `io_comp_cqe`.
     fn post_recv_path(&self, queue_depth: u32, new_rkey: bool) -> Result {
         for slot in self.cons.iter() {
-            let con = &slot.con;
+            let con = slot.con();
             let q = if con.cid == 0 {
                 SERVICE_CON_QUEUE_DEPTH
             } else {
@@ -239,7 +242,7 @@ impl PathConns {
             (params, dev.local_dma_lkey())
         };
         let ius = self.info_ius.as_ref().ok_or(EINVAL)?;
-        let con0 = &self.cons.first().ok_or(EINVAL)?.con;
+        let con0 = self.cons.first().ok_or(EINVAL)?.con();
         shared.info_rsp.store(INFO_RSP_NONE, Ordering::Release);
         shared.state_changed.reinit();
         {
@@ -325,11 +328,11 @@ impl PathConns {
         let mut taken = KVec::new();
         for slot in self.cons.iter() {
             // A late ADDR_RESOLVED creates nothing from now on.
-            slot.con.con_mutex.lock().destroyed = true;
+            slot.con().con_mutex.lock().destroyed = true;
             slot.cm_id.disconnect();
             // On ENOMEM this one is drained and destroyed right here, after
             // its grace period (`ConQp` drains when dropped).
-            let _ = taken.push(slot.con.take_qp(), GFP_KERNEL);
+            let _ = taken.push(slot.con().take_qp(), GFP_KERNEL);
         }
         let mut qps = KVec::new();
         for q in Retired::wait_all(taken).flatten() {
