@@ -10,7 +10,6 @@
 //! QP's context) that outlives its cm id and QP (see `conns::ConSlot`).
 
 use core::pin::Pin;
-use core::ptr::NonNull;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU8, Ordering,
 };
@@ -21,12 +20,11 @@ use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{Arc, ArcBorrow, Mutex};
-use kernel::types::Opaque;
 
 use crate::bindings;
 use crate::cm::{CmEvent, CmHandler, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach};
-use crate::io::{self, FastRegDone, IoCon};
+use crate::io::{self, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
@@ -38,8 +36,8 @@ use crate::rtrs_core::proto::{
 use crate::stats::PathStats;
 use crate::sync::{Completion, RcuBox, RcuGuard, Retired};
 use crate::verbs::{
-    cqe_of, post_recv_raw, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone,
-    Qp, QpOwner, QpSizes,
+    post_recv_raw, static_cqe, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu,
+    IuDone, Qp, QpOwner, QpSizes,
 };
 
 /// A path's IO context, on its connections.
@@ -398,27 +396,15 @@ pub(crate) struct ConInner {
 /// posted on it (`create_con_cq_qp`). Dropping it drains the QP first (if
 /// teardown did not), then destroys the QP, the IUs and the CQ in field
 /// order: nothing posted outlives what it uses.
-///
-/// # Invariants
-///
-/// `empty_cqe` is the `io_comp_cqe` of the connection that owns this (in
-/// `Con::qp`), which outlives it.
 pub(crate) struct ConQp {
     qp: Qp<Con>,
     /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in
     /// NEW_RKEY mode).
     rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
     cq: Cq,
-    empty_cqe: NonNull<bindings::ib_cqe>,
     lkey: u32,
     drained: AtomicBool,
 }
-
-// SAFETY: `empty_cqe` is only handed to the verbs core (type invariant);
-// the rest is `Send` and `Sync`.
-unsafe impl Send for ConQp {}
-// SAFETY: As above.
-unsafe impl Sync for ConQp {}
 
 impl ConQp {
     /// The QP.
@@ -442,9 +428,9 @@ impl ConQp {
                 // SAFETY: The IU is ours, and we drain the QP before it goes.
                 unsafe { self.qp.post_recv(iu, self.lkey) }
             }
-            // SAFETY: `empty_cqe` outlives us (type invariant), and so the
-            // drain in our drop.
-            None => unsafe { post_recv_raw(self.qp.as_ptr(), self.empty_cqe.as_ptr(), 0, 0, 0) },
+            // SAFETY: No buffer; the cqe is a constant whose handler takes
+            // a `Con`, this QP's context.
+            None => unsafe { post_recv_raw(self.qp.as_ptr(), static_cqe::<IoCompDone>(), 0, 0, 0) },
         }
     }
 }
@@ -476,10 +462,6 @@ pub(crate) struct Con {
     /// Completed whenever `cm_err` becomes non-zero (or the path closes).
     #[pin]
     pub(crate) cm_done: Completion,
-    /// `io_comp_cqe` of C: empty receives and heartbeat acks.
-    pub(crate) io_comp_cqe: Opaque<bindings::ib_cqe>,
-    /// `fast_reg_cqe` of C: unsignaled IB_WR_REG_MR (errors only).
-    fast_reg_cqe: Opaque<bindings::ib_cqe>,
     /// The QP with its CQ and receive buffers (`c.qp`, `c.cq`), published
     /// for posting and polling from any context under an `RcuGuard`; set
     /// once by `create_con_cq_qp`, taken out by teardown.
@@ -488,14 +470,8 @@ pub(crate) struct Con {
     pub(crate) con_mutex: Mutex<ConInner>,
 }
 
-// SAFETY: `io_comp_cqe` and `fast_reg_cqe` are written only at init; the
-// rest are atomics, locks or `Sync`.
-unsafe impl Send for Con {}
-// SAFETY: As above.
-unsafe impl Sync for Con {}
-
-/// `ib_cqe.done` of `Con::io_comp_cqe`: empty receives and heartbeat
-/// acks (`rtrs_clt_rdma_done` without a buffer).
+/// `io_comp_cqe` of C (a constant here, see `verbs::static_cqe`): empty
+/// receives and heartbeat acks (`rtrs_clt_rdma_done` without a buffer).
 struct IoCompDone;
 
 impl CqeHandler for IoCompDone {
@@ -521,8 +497,6 @@ impl Con {
             wr_cnt: AtomicU32::new(1),
             lkey: AtomicU32::new(0),
             cm_done <- Completion::new(),
-            io_comp_cqe: Opaque::new(cqe_of::<IoCompDone>()),
-            fast_reg_cqe: Opaque::new(cqe_of::<FastRegDone<Con>>()),
             qp: RcuBox::empty(),
             con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
         }? Error)
@@ -693,13 +667,10 @@ impl Con {
         // the connection go; `ConQp` drops the QP before its CQ and IUs.
         let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
             .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
-        let empty_cqe = NonNull::new(self.io_comp_cqe.get()).ok_or(EINVAL)?;
-        // INVARIANT: our `io_comp_cqe`; `self.qp` holds it.
         let q = ConQp {
             qp,
             rsp_ius,
             cq,
-            empty_cqe,
             lkey: self.lkey(),
             drained: AtomicBool::new(false),
         };
@@ -1000,7 +971,7 @@ impl Con {
         let wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: self.io_comp_cqe.get(),
+                    wr_cqe: static_cqe::<IoCompDone>(),
                 },
                 opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
                 send_flags: flags,
@@ -1013,8 +984,8 @@ impl Con {
         };
         let g = RcuGuard::new();
         let q = self.qp(&g).ok_or(econnaborted())?;
-        // SAFETY: The request has no SGE and its cqe lives as long as `self`,
-        // whose QP it is.
+        // SAFETY: The request has no SGE and its cqe is a constant whose
+        // handler takes a `Con`, this QP's context.
         unsafe { q.qp().post_send_wr(core::ptr::addr_of!(wr).cast()) }
     }
 }
@@ -1133,10 +1104,6 @@ impl IoCon for Con {
         } else {
             0
         }
-    }
-
-    fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe {
-        self.fast_reg_cqe.get()
     }
 
     fn stats(&self) -> &PathStats {

@@ -30,14 +30,14 @@ use crate::rtrs_core::proto::{
 use crate::stats::PathStats;
 use crate::sync::{RcuGuard, SlotCell, SlotMut};
 use crate::verbs::{
-    first_cqe_done, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
-    QpOwner, SgList,
+    first_cqe_done, static_cqe, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg,
+    Mr, Qp, QpOwner, SgList,
 };
 
 /// What the IO path uses of the connection it posts on and completes from:
 /// a narrow handle, so that IO does not depend on the connection's type
 /// (the connection implements it and is the QP's `qp_context`).
-pub(crate) trait IoCon: QpOwner + Sized {
+pub(crate) trait IoCon: QpOwner + Sized + 'static {
     /// The session's name, for log lines.
     fn sess(&self) -> &CStr;
     /// The QP while `g` is held, for posting from any context; `None`
@@ -46,8 +46,6 @@ pub(crate) trait IoCon: QpOwner + Sized {
     /// The send flags of the next request (`IB_SEND_SIGNALED` every
     /// `signal_interval` sends).
     fn next_send_flags(&self) -> c_int;
-    /// The `ib_cqe` of fast registrations (see `FastRegDone`).
-    fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe;
     /// The path's statistics.
     fn stats(&self) -> &PathStats;
     /// Starts the path's error recovery (any context).
@@ -69,7 +67,8 @@ impl<C: IoCon> IuDone for ReqDone<C> {
     }
 }
 
-/// `ib_cqe.done` of `fast_reg_cqe`: only failed IB_WR_REG_MR complete.
+/// `fast_reg_cqe` of C (a constant here, see `verbs::static_cqe`): only
+/// failed IB_WR_REG_MR complete.
 pub(crate) struct FastRegDone<C>(PhantomData<C>);
 
 impl<C: IoCon> CqeHandler for FastRegDone<C> {
@@ -585,7 +584,7 @@ impl<C: IoCon> IoCtx<C> {
             wr: bindings::ib_send_wr {
                 next: &mut wr.wr,
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: con.fast_reg_cqe(),
+                    wr_cqe: static_cqe::<FastRegDone<C>>(),
                 },
                 opcode: bindings::ib_wr_opcode_IB_WR_REG_MR,
                 ..Default::default()

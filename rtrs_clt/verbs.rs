@@ -107,47 +107,64 @@ pub(crate) fn wc_imm_data(wc: &bindings::ib_wc) -> u32 {
     u32::from_be(unsafe { wc.ex.imm_data })
 }
 
-/// Completions of requests posted with an `ib_cqe` whose `done` is
-/// [`cqe_done::<Self>`] (see [`cqe_of`]), handled with the QP's owner.
+/// Completions of requests posted with the cqe [`static_cqe::<Self>`],
+/// which carries nothing but its handler: the QP's owner (its
+/// `qp_context`) is all `done` gets.
 ///
 /// `done` runs in the CQ's context: softirq for IRQ connections, so it
 /// must not sleep.
-pub(crate) trait CqeHandler {
+pub(crate) trait CqeHandler: 'static {
     /// The QP context type (`qp_context`, see [`Qp`]).
     type Ctx: Sync;
     /// Handles one work completion.
     fn done(ctx: &Self::Ctx, wc: &bindings::ib_wc);
 }
 
-/// An `ib_cqe` whose completions go to `H::done`. Post it only on a
-/// `Qp<H::Ctx>`.
-pub(crate) const fn cqe_of<H: CqeHandler>() -> bindings::ib_cqe {
-    bindings::ib_cqe {
-        done: Some(cqe_done::<H>),
+/// The cqe of a [`CqeHandler`]: a constant, since it names only its
+/// handler (the verbs core only reads a cqe, to call its `done`).
+#[repr(C)]
+struct StaticCqe<H> {
+    cqe: bindings::ib_cqe,
+    _h: PhantomData<fn(&H)>,
+}
+
+impl<H: CqeHandler> StaticCqe<H> {
+    /// The one value of this type.
+    const CQE: &'static Self = &Self {
+        cqe: bindings::ib_cqe {
+            done: Some(first_cqe_done::<Self>),
+        },
+        _h: PhantomData,
+    };
+}
+
+// SAFETY: `StaticCqe` is `#[repr(C)]` with its `ib_cqe` first, whose `done`
+// is this trampoline (`CQE` is its only value); it is posted only on a
+// `Qp<H::Ctx>` (`static_cqe`'s contract) and, a constant, never goes away.
+unsafe impl<H: CqeHandler> CqeFirst for StaticCqe<H> {
+    type Ctx = H::Ctx;
+    fn done(ctx: &H::Ctx, _this: &Self, wc: &bindings::ib_wc) {
+        H::done(ctx, wc);
     }
 }
 
-/// The `ib_cqe.done` trampoline of [`cqe_of::<H>`].
-///
-/// # Safety
-///
-/// Called by the CQ core with a completion of a QP whose `qp_context` is a
-/// live `H::Ctx` (the `Qp<H::Ctx>` invariant).
-unsafe extern "C" fn cqe_done<H: CqeHandler>(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: The CQ core passes a valid work completion whose `qp` is the
-    // QP the request was posted on, with a live `H::Ctx` (function contract).
-    let (wc, ctx) = unsafe { (&*wc, &*(*(*wc).qp).qp_context.cast::<H::Ctx>()) };
-    H::done(ctx, wc);
+/// The `wr_cqe` whose completions go to `H::done`: post it only on a
+/// `Qp<H::Ctx>`. A constant, so it outlives any request.
+pub(crate) fn static_cqe<H: CqeHandler>() -> *mut bindings::ib_cqe {
+    let c: *const StaticCqe<H> = StaticCqe::<H>::CQE;
+    // The verbs core does not write through it.
+    c.cast_mut().cast()
 }
 
 /// Types whose completions carry themselves: a `#[repr(C)]` struct with an
-/// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`], an IO request slot).
+/// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`], an IO request slot, a
+/// [`CqeHandler`]'s constant cqe).
 ///
 /// # Safety
 ///
-/// `Self` is `#[repr(C)]` with an `Opaque<ib_cqe>` first, whose `done` is
-/// [`first_cqe_done::<Self>`]; it is posted only on a `Qp<Self::Ctx>` and
-/// stays alive until its QP is drained.
+/// `Self` is `#[repr(C)]` with an `ib_cqe` (or `Opaque<ib_cqe>`) first,
+/// whose `done` is [`first_cqe_done::<Self>`]; it is posted only on a
+/// `Qp<Self::Ctx>` and stays alive until its QP is drained.
 pub(crate) unsafe trait CqeFirst: Sync + Sized {
     /// The QP context type (`qp_context`).
     type Ctx: Sync;
