@@ -61,6 +61,14 @@ struct ib_cq *rtrs_rs_ib_alloc_cq(struct ib_device *dev, void *private,
 	return ib_alloc_cq(dev, private, nr_cqe, comp_vector, poll_ctx);
 }
 
+struct ib_qp *rtrs_rs_rdma_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+				     struct ib_qp_init_attr *attr)
+{
+	int err = rdma_create_qp(id, pd, attr);
+
+	return err ? ERR_PTR(err) : id->qp;
+}
+
 int rtrs_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr)
 {

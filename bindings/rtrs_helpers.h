@@ -36,6 +36,13 @@ struct ib_cq *rtrs_rs_ib_alloc_cq(struct ib_device *dev, void *private,
 				  int nr_cqe, int comp_vector,
 				  enum ib_poll_context poll_ctx);
 
+/*
+ * rdma_create_qp() and the QP it stores in id->qp, as ib_create_qp()
+ * returns one; an ERR_PTR on failure.
+ */
+struct ib_qp *rtrs_rs_rdma_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+				     struct ib_qp_init_attr *attr);
+
 /* Posting work requests (static inlines). */
 int rtrs_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr);

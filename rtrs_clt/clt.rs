@@ -9,7 +9,6 @@
 //! connections, so they take no lock. Both reach a `Con` (the cm id's and
 //! QP's context) that outlives its cm id and QP (see `conns::ConSlot`).
 
-use core::pin::Pin;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU8, Ordering,
 };
@@ -36,8 +35,8 @@ use crate::rtrs_core::proto::{
 use crate::stats::PathStats;
 use crate::sync::{Completion, RcuBox, RcuGuard, Retired};
 use crate::verbs::{
-    post_recv_raw, static_cqe, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu,
-    IuDone, Qp, QpOwner, QpSizes,
+    wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone, Qp, QpOwner, QpRing,
+    QpSizes, RingDone, RingIu, RingIus,
 };
 
 /// A path's IO context, on its connections.
@@ -393,52 +392,17 @@ pub(crate) struct ConInner {
 }
 
 /// A connection's QP with the CQ it completes on and the receive buffers
-/// posted on it (`create_con_cq_qp`). Dropping it drains the QP first (if
-/// teardown did not), then destroys the QP, the IUs and the CQ in field
-/// order: nothing posted outlives what it uses.
-pub(crate) struct ConQp {
-    qp: Qp<Con>,
-    /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in
-    /// NEW_RKEY mode).
-    rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
-    cq: Cq,
-    lkey: u32,
-    drained: AtomicBool,
-}
+/// posted on it (`create_con_cq_qp`): `rsp_ius`, 8-byte receive buffers
+/// (cid 0 always, IO cons in NEW_RKEY mode).
+pub(crate) type ConQp = QpRing<Con, RdmaDone>;
 
 impl ConQp {
-    /// The QP.
-    pub(crate) fn qp(&self) -> &Qp<Con> {
-        &self.qp
-    }
-
-    /// `ib_drain_qp`: every request posted is flushed when it returns.
-    /// Process context.
-    pub(crate) fn drain(&self) {
-        self.qp.drain();
-        self.drained.store(true, Ordering::Release);
-    }
-
     /// A receive into `rsp_ius[i]` (NEW_RKEY mode, and cid 0), or without
     /// a buffer on `io_comp_cqe` (`rtrs_post_recv_empty`).
     pub(crate) fn post_recv(&self, i: Option<usize>) -> Result {
         match i {
-            Some(i) => {
-                let iu = self.rsp_ius.get(i).ok_or(EINVAL)?;
-                // SAFETY: The IU is ours, and we drain the QP before it goes.
-                unsafe { self.qp.post_recv(iu, self.lkey) }
-            }
-            // SAFETY: No buffer; the cqe is a constant whose handler takes
-            // a `Con`, this QP's context.
-            None => unsafe { post_recv_raw(self.qp.as_ptr(), static_cqe::<IoCompDone>(), 0, 0, 0) },
-        }
-    }
-}
-
-impl Drop for ConQp {
-    fn drop(&mut self) {
-        if !self.drained.load(Ordering::Acquire) {
-            self.qp.drain();
+            Some(i) => self.post_ring_recv(i),
+            None => self.qp().post_recv_empty::<IoCompDone>(),
         }
     }
 }
@@ -522,7 +486,7 @@ impl Con {
     /// being torn down, or another caller is polling it right now.
     pub(crate) fn poll_direct(&self) -> i32 {
         let g = RcuGuard::new();
-        self.qp.get(&g).map_or(0, |q| q.cq.process_direct())
+        self.qp.get(&g).map_or(0, |q| q.cq().process_direct())
     }
 
     /// The QP, CQ and receive buffers while `g` is held, once created.
@@ -626,14 +590,9 @@ impl Con {
         let dev = inner.dev.as_ref().ok_or(EINVAL)?;
         let rsp_ius = if new_rkey || self.cid == 0 {
             let n = usize::try_from(cq_num).map_err(|_| EINVAL)?;
-            Iu::alloc_n(
-                dev,
-                n,
-                RtrsMsgRkeyRsp::SIZE,
-                bindings::dma_data_direction_DMA_FROM_DEVICE,
-            )?
+            RingIus::alloc(dev, n, RtrsMsgRkeyRsp::SIZE)?
         } else {
-            KVec::new()
+            RingIus::none()
         };
         let cq = if self.cid >= self.path().irq_con_num {
             Cq::alloc(
@@ -664,16 +623,9 @@ impl Con {
         };
         // SAFETY: The cm id is live and bound; the QP goes into `self.qp`,
         // which teardown (or `ConSlot::drop`) empties before the cm id and
-        // the connection go; `ConQp` drops the QP before its CQ and IUs.
-        let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
+        // the connection go.
+        let q = unsafe { ConQp::create(id.as_ptr(), dev, cq, rsp_ius, self, &sizes, self.lkey()) }
             .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
-        let q = ConQp {
-            qp,
-            rsp_ius,
-            cq,
-            lkey: self.lkey(),
-            drained: AtomicBool::new(false),
-        };
         if self.qp.replace(Some(KBox::new(q, GFP_KERNEL)?)).is_some() {
             // Cannot happen: ADDR_RESOLVED comes once per cm id.
             pr_err!("{}: QP created twice\n", self.sess());
@@ -787,7 +739,7 @@ impl Con {
     /// `rtrs_clt_rdma_done`: IO responses (IMM or, with NEW_RKEY, the
     /// RKEY_RSP send), heartbeats, server invalidations, and errors, which go
     /// to error recovery. Softirq for IRQ connections: no locks, no sleep.
-    fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+    fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
         let path = self.path();
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
@@ -821,7 +773,7 @@ impl Con {
                                 .store(path_state::hb_cur_latency(now, sent), Ordering::Relaxed);
                         }
                         if new_rkey {
-                            self.recv_done(wc, iu);
+                            self.recv_done(iu);
                             return;
                         }
                     }
@@ -832,9 +784,7 @@ impl Con {
                 let n = if w_inval { 2 } else { 1 };
                 for _ in 0..n {
                     let res = match iu {
-                        // SAFETY: The QP and the IU live until the connection
-                        // is drained and destroyed, which flushes this receive.
-                        Some(iu) => unsafe { iu.repost_recv(wc.qp, self.lkey()) },
+                        Some(iu) => iu.post_recv(self.lkey()),
                         None => self.post_recv_empty(),
                     };
                     match res {
@@ -855,7 +805,7 @@ impl Con {
                 if new_rkey {
                     let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
                     if wc.wc_flags & inval != 0 {
-                        self.recv_done(wc, iu);
+                        self.recv_done(iu);
                     } else {
                         self.rkey_rsp_done(wc, iu);
                     }
@@ -867,22 +817,20 @@ impl Con {
     }
 
     /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again.
-    fn recv_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+    fn recv_done(&self, iu: Option<RingIu<'_, RdmaDone>>) {
         let Some(iu) = iu else {
             pr_err_rl!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
             self.error_recovery();
             return;
         };
-        // SAFETY: The QP and the IU live until the connection is drained
-        // and destroyed, which flushes this receive first.
-        if let Err(e) = unsafe { iu.repost_recv(wc.qp, self.lkey()) } {
+        if let Err(e) = iu.post_recv(self.lkey()) {
             pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
             self.error_recovery();
         }
     }
 
     /// `rtrs_clt_rkey_rsp_done`: the new rkey of a chunk, then the IO response.
-    fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+    fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
         let path = self.path();
         let Some(iu) = iu else {
             pr_err_rl!("{}: rkey response without buffer\n", self.sess());
@@ -926,7 +874,7 @@ impl Con {
             io.process_io_rsp(self, msg_id, errno, w_inval);
         }
         iu.sync_for_device();
-        self.recv_done(wc, Some(iu));
+        self.recv_done(Some(iu));
     }
 
     /// `process_io_rsp`.
@@ -968,25 +916,9 @@ impl Con {
     /// once the QP is unpublished.
     pub(crate) fn post_imm_empty(&self, imm_val: u32) -> Result {
         let flags = self.next_send_flags();
-        let wr = bindings::ib_rdma_wr {
-            wr: bindings::ib_send_wr {
-                __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: static_cqe::<IoCompDone>(),
-                },
-                opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
-                send_flags: flags,
-                ex: bindings::ib_send_wr__bindgen_ty_2 {
-                    imm_data: imm_val.to_be(),
-                },
-                ..Default::default()
-            },
-            ..Default::default()
-        };
         let g = RcuGuard::new();
         let q = self.qp(&g).ok_or(econnaborted())?;
-        // SAFETY: The request has no SGE and its cqe is a constant whose
-        // handler takes a `Con`, this QP's context.
-        unsafe { q.qp().post_send_wr(core::ptr::addr_of!(wr).cast()) }
+        q.qp().post_imm_empty::<IoCompDone>(imm_val, flags)
     }
 }
 
@@ -1126,9 +1058,9 @@ impl IoCon for Con {
 /// `rtrs_clt_rdma_done` for the `rsp_ius`.
 pub(crate) struct RdmaDone;
 
-impl IuDone for RdmaDone {
+impl RingDone for RdmaDone {
     type Ctx = Con;
-    fn done(con: &Con, iu: &Iu<Self>, wc: &bindings::ib_wc) {
+    fn done(con: &Con, iu: RingIu<'_, Self>, wc: &bindings::ib_wc) {
         con.rdma_done(wc, Some(iu));
     }
 }

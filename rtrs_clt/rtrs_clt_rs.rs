@@ -11,9 +11,11 @@
 //! - `bindings`: bindgen output for ib_verbs, rdma_cm and the C helpers;
 //! - `rtrs_core`: the kernel-independent logic, shared with host tests;
 //! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
-//!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, and the
+//!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, work requests,
+//!   `QpRing`: a connection's QP with its CQ and receive buffers, and the
 //!   completion trampolines);
-//! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
+//! - `cm`: an owning rdma_cm id wrapper, which holds the id's owner (its
+//!   context), with its event handler trampoline;
 //! - `sync`: `struct completion`, RCU read sections, and the ownership
 //!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
 //!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot

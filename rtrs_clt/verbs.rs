@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Owning wrappers over ib_verbs: the ib_client, the per-device PD pool,
-//! completion queues, queue pairs and DMA-mapped information units (IUs).
+//! completion queues, queue pairs and DMA-mapped information units (IUs),
+//! and the work requests posted on a QP.
 //!
-//! Each wrapper releases its object in `Drop`. The safe order between them
-//! (QP before CQ, both before the cm id, IUs before the device goes, the PD
-//! last) is kept by their owner, `clt::ConQp` with `conns::ConSlot`, and
-//! written down there.
+//! Each wrapper releases its object in `Drop`. A QP is drained before it is
+//! destroyed, and [`QpRing`] holds a connection's QP with its CQ and its
+//! receive buffers in the order that keeps everything posted alive until
+//! the drain (QP, then buffers, then CQ). The order between a QP ring, its
+//! cm id and its device (ring before cm id, device reference last) is kept
+//! by their owner, `conns::ConSlot`, and written down there.
 
 use core::marker::PhantomData;
 use core::pin::Pin;
@@ -822,24 +825,24 @@ impl<D: IuDone> Iu<D> {
         r
     }
 
-    /// Posts a receive into this IU again, from its completion callback
-    /// (`rtrs_iu_post_recv` on `wc->qp`).
-    ///
-    /// # Safety
-    ///
-    /// `qp` must be a live QP whose `qp_context` is a `D::Ctx`, and this IU
-    /// must stay alive until the receive completes or the QP is drained.
-    pub(crate) unsafe fn repost_recv(&self, qp: *mut bindings::ib_qp, lkey: u32) -> Result {
+    /// The IU's cqe, for `wr_cqe`.
+    pub(crate) fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
+        self.cqe.get()
+    }
+
+    /// A receive into the whole buffer.
+    fn recv_wr(&self, qp: NonNull<bindings::ib_qp>, lkey: u32) -> Result<RecvWr> {
         let len = u32::try_from(self.size).map_err(|_| EINVAL)?;
         if len == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: The caller guarantees `qp` and the IU's lifetime.
-        unsafe { post_recv_raw(qp, self.cqe_ptr(), self.dma_addr, len, lkey) }
-    }
-
-    pub(crate) fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
-        self.cqe.get()
+        Ok(RecvWr {
+            qp,
+            cqe: NonNull::new(self.cqe_ptr()).ok_or(EINVAL)?,
+            addr: self.dma_addr,
+            len,
+            lkey,
+        })
     }
 
     /// The buffer's DMA address.
@@ -889,6 +892,79 @@ impl<D: IuDone> Drop for Iu<D> {
 }
 
 // ---------------------------------------------------------------------------
+// Work requests
+// ---------------------------------------------------------------------------
+
+/// One receive ready to be posted: `len` bytes at `addr` (no SGE if `len`
+/// is 0), completing on `cqe`.
+///
+/// # Invariants
+///
+/// `qp` is a live QP; `cqe`, whose `done` expects that QP's `qp_context`,
+/// and the buffer (mapped for the device) stay valid until the receive
+/// completes or the QP is drained.
+struct RecvWr {
+    qp: NonNull<bindings::ib_qp>,
+    cqe: NonNull<bindings::ib_cqe>,
+    addr: u64,
+    len: u32,
+    lkey: u32,
+}
+
+impl RecvWr {
+    /// `ib_post_recv`.
+    fn post(self) -> Result {
+        let mut sge = bindings::ib_sge {
+            addr: self.addr,
+            length: self.len,
+            lkey: self.lkey,
+        };
+        let wr = bindings::ib_recv_wr {
+            next: core::ptr::null_mut(),
+            __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 {
+                wr_cqe: self.cqe.as_ptr(),
+            },
+            sg_list: if self.len == 0 {
+                core::ptr::null_mut()
+            } else {
+                &mut sge
+            },
+            num_sge: i32::from(self.len != 0),
+        };
+        // SAFETY: By the type invariant the QP is live and what the request
+        // names outlives it; `wr` and `sge` live across the call, and the
+        // core copies them.
+        to_result(unsafe {
+            bindings::rtrs_rs_ib_post_recv(self.qp.as_ptr(), &wr, core::ptr::null_mut())
+        })
+    }
+}
+
+/// A chain of send work requests ready to be posted.
+///
+/// # Invariants
+///
+/// `qp` is a live QP; `wr` points to a valid chain until `post` returns
+/// (for RDMA opcodes, the `wr` members of `ib_rdma_wr`s, for REG_MR of an
+/// `ib_reg_wr`); every buffer and cqe it names (each cqe's `done` expects
+/// the QP's `qp_context`) stays valid until the request completes or the
+/// QP is drained.
+struct SendWr {
+    qp: NonNull<bindings::ib_qp>,
+    wr: *const bindings::ib_send_wr,
+}
+
+impl SendWr {
+    /// `ib_post_send`.
+    fn post(self) -> Result {
+        // SAFETY: By the type invariant; the core copies the chain.
+        to_result(unsafe {
+            bindings::rtrs_rs_ib_post_send(self.qp.as_ptr(), self.wr, core::ptr::null_mut())
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Queue pairs
 // ---------------------------------------------------------------------------
 
@@ -903,7 +979,7 @@ pub(crate) trait QpOwner: Sync {
 /// # Safety
 ///
 /// Called by the verbs core with a valid event and the `qp_context` given to
-/// `Qp::<C>::create`, which points to a live `C`.
+/// `QpRing::<C, _>::create`, which points to a live `C`.
 unsafe extern "C" fn qp_event_handler<C: QpOwner>(
     ev: *mut bindings::ib_event,
     ctx: *mut kernel::ffi::c_void,
@@ -914,64 +990,20 @@ unsafe extern "C" fn qp_event_handler<C: QpOwner>(
     owner.qp_event(event);
 }
 
-/// Posts one receive of `len` bytes at `addr`, or with no SGE if `len` is 0.
-///
-/// # Safety
-///
-/// `qp` must be live; `cqe` must stay valid, and the buffer mapped, until the
-/// request completes (or is flushed by a drain).
-pub(crate) unsafe fn post_recv_raw(
-    qp: *mut bindings::ib_qp,
-    cqe: *mut bindings::ib_cqe,
-    addr: u64,
-    len: u32,
-    lkey: u32,
-) -> Result {
-    let mut sge = bindings::ib_sge {
-        addr,
-        length: len,
-        lkey,
-    };
-    let wr = bindings::ib_recv_wr {
-        next: core::ptr::null_mut(),
-        __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 { wr_cqe: cqe },
-        sg_list: if len == 0 {
-            core::ptr::null_mut()
-        } else {
-            &mut sge
-        },
-        num_sge: i32::from(len != 0),
-    };
-    // SAFETY: The caller guarantees `qp` and `cqe`; `wr` and `sge` live across
-    // the call and the core copies them.
-    to_result(unsafe { bindings::rtrs_rs_ib_post_recv(qp, &wr, core::ptr::null_mut()) })
-}
-
-/// Posts one send work request.
-///
-/// # Safety
-///
-/// `qp` must be live; `wr` must point to a valid work request (for RDMA
-/// opcodes, the `wr` member of an `ib_rdma_wr`); every `sg_list` buffer and
-/// its `wr_cqe` must stay valid until it completes (or is flushed by a drain).
-pub(crate) unsafe fn post_send_raw(
-    qp: *mut bindings::ib_qp,
-    wr: *const bindings::ib_send_wr,
-) -> Result {
-    // SAFETY: The caller guarantees the pointers inside `wr`; the core copies it.
-    to_result(unsafe { bindings::rtrs_rs_ib_post_send(qp, wr, core::ptr::null_mut()) })
-}
-
-/// An RC QP created on a cm id with `rdma_create_qp`, destroyed on drop with
-/// `rdma_destroy_qp`.
+/// An RC QP created on a cm id with `rdma_create_qp` (by [`QpRing::create`],
+/// the only place one is made), drained and destroyed on drop (`ib_drain_qp`
+/// unless done already, then `rdma_destroy_qp`).
 ///
 /// # Invariants
 ///
 /// `qp` is `cm_id->qp`, live until `drop`; `cm_id`, the CQ and the `C` given
-/// to `create` outlive this value; `qp_context` is that `C`.
+/// to `QpRing::create` outlive this value; `qp_context` is that `C`. The QP
+/// is drained before it is destroyed, so every request posted on it has
+/// completed (or was flushed) by then.
 pub(crate) struct Qp<C: QpOwner> {
     qp: NonNull<bindings::ib_qp>,
     cm_id: NonNull<bindings::rdma_cm_id>,
+    drained: AtomicBool,
     _owner: PhantomData<*const C>,
 }
 
@@ -991,54 +1023,6 @@ pub(crate) struct QpSizes {
 }
 
 impl<C: QpOwner> Qp<C> {
-    /// `rdma_create_qp` as rtrs.c's create_qp: RC, one CQ for both queues,
-    /// `IB_SIGNAL_REQ_WR`, one receive SGE.
-    ///
-    /// # Safety
-    ///
-    /// `cm_id` must be a live cm id with a bound device; it, `cq` and `owner`
-    /// must outlive the returned QP.
-    pub(crate) unsafe fn create(
-        cm_id: *mut bindings::rdma_cm_id,
-        dev: &DevRef,
-        cq: &Cq,
-        owner: *const C,
-        sizes: &QpSizes,
-    ) -> Result<Self> {
-        let mut attr = bindings::ib_qp_init_attr {
-            event_handler: Some(qp_event_handler::<C>),
-            qp_context: owner.cast_mut().cast(),
-            send_cq: cq.as_ptr(),
-            recv_cq: cq.as_ptr(),
-            cap: bindings::ib_qp_cap {
-                max_send_wr: sizes.max_send_wr,
-                max_recv_wr: sizes.max_recv_wr,
-                max_send_sge: sizes.max_send_sge,
-                max_recv_sge: 1,
-                ..Default::default()
-            },
-            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
-            qp_type: bindings::ib_qp_type_IB_QPT_RC,
-            ..Default::default()
-        };
-        // SAFETY: The caller guarantees `cm_id`; `attr` is valid for the call.
-        to_result(unsafe { bindings::rdma_create_qp(cm_id, dev.pd(), &mut attr) })?;
-        // SAFETY: On success the core stored the new QP in `cm_id->qp`.
-        let qp = NonNull::new(unsafe { (*cm_id).qp }).ok_or(EINVAL)?;
-        let cm_id = NonNull::new(cm_id).ok_or(EINVAL)?;
-        // INVARIANT: created just above; the caller guarantees the lifetimes.
-        Ok(Self {
-            qp,
-            cm_id,
-            _owner: PhantomData,
-        })
-    }
-
-    /// The raw QP.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_qp {
-        self.qp.as_ptr()
-    }
-
     /// `rdma_notify(cm_id, event)` on the cm id the QP was created on (the
     /// QP event handler's COMM_EST).
     pub(crate) fn notify_cm(&self, event: bindings::ib_event_type) -> Result {
@@ -1054,8 +1038,9 @@ impl<C: QpOwner> Qp<C> {
     /// cqes the requests name stay alive until they complete or the QP is
     /// drained, and each cqe's `done` expects a `C` as `qp_context`.
     pub(crate) unsafe fn post_send_wr(&self, wr: *const bindings::ib_send_wr) -> Result {
-        // SAFETY: The QP is live (type invariant); the rest by the caller.
-        unsafe { post_send_raw(self.qp.as_ptr(), wr) }
+        // INVARIANT: The QP is live (type invariant); the rest is the
+        // caller's guarantee.
+        SendWr { qp: self.qp, wr }.post()
     }
 
     /// `ib_drain_qp`: moves the QP to error and waits until every posted
@@ -1063,6 +1048,50 @@ impl<C: QpOwner> Qp<C> {
     pub(crate) fn drain(&self) {
         // SAFETY: By the type invariant the QP is live; its CQ outlives it.
         unsafe { bindings::ib_drain_qp(self.qp.as_ptr()) };
+        self.drained.store(true, Ordering::Release);
+    }
+
+    /// `rtrs_post_recv_empty`: a receive without buffer whose completion
+    /// goes to `H`.
+    pub(crate) fn post_recv_empty<H: CqeHandler<Ctx = C>>(&self) -> Result {
+        // INVARIANT: The QP is live (type invariant); no buffer, and the cqe
+        // is a constant whose handler expects a `C`.
+        RecvWr {
+            qp: self.qp,
+            cqe: NonNull::new(static_cqe::<H>()).ok_or(EINVAL)?,
+            addr: 0,
+            len: 0,
+            lkey: 0,
+        }
+        .post()
+    }
+
+    /// `rtrs_post_rdma_write_imm_empty`: an RDMA_WRITE_WITH_IMM without
+    /// data carrying `imm`, whose completion (if `flags` signal it) goes to
+    /// `H`.
+    pub(crate) fn post_imm_empty<H: CqeHandler<Ctx = C>>(&self, imm: u32, flags: c_int) -> Result {
+        let wr = bindings::ib_rdma_wr {
+            wr: bindings::ib_send_wr {
+                __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                    wr_cqe: static_cqe::<H>(),
+                },
+                opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+                send_flags: flags,
+                ex: bindings::ib_send_wr__bindgen_ty_2 {
+                    imm_data: imm.to_be(),
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // INVARIANT: The QP is live (type invariant); `wr` is one RDMA
+        // request in an `ib_rdma_wr`, live across the call, without SGE,
+        // and its cqe is a constant whose handler expects a `C`.
+        SendWr {
+            qp: self.qp,
+            wr: core::ptr::addr_of!(wr).cast(),
+        }
+        .post()
     }
 
     /// `rtrs_iu_post_recv`: posts a receive into the whole of `iu`.
@@ -1071,13 +1100,10 @@ impl<C: QpOwner> Qp<C> {
     ///
     /// `iu` must stay alive until the receive completes or the QP is drained.
     pub(crate) unsafe fn post_recv<D: IuDone<Ctx = C>>(&self, iu: &Iu<D>, lkey: u32) -> Result {
-        let len = u32::try_from(iu.size).map_err(|_| EINVAL)?;
-        if len == 0 {
-            return Err(EINVAL);
-        }
-        // SAFETY: The QP is live (invariant); the caller keeps `iu` alive; its
-        // `cqe.done` matches `D`, whose context type is this QP's owner type.
-        unsafe { post_recv_raw(self.qp.as_ptr(), iu.cqe_ptr(), iu.dma_addr, len, lkey) }
+        // INVARIANT: The QP is live (type invariant); the caller keeps `iu`
+        // alive; its `cqe.done` matches `D`, whose context type is this
+        // QP's owner type.
+        iu.recv_wr(self.qp, lkey)?.post()
     }
 
     /// `rtrs_iu_post_send`: a signaled SEND of the first `len` bytes of `iu`.
@@ -1109,15 +1135,206 @@ impl<C: QpOwner> Qp<C> {
             send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int,
             ..Default::default()
         };
-        // SAFETY: The QP is live; the caller keeps `iu` (buffer and cqe) alive.
-        unsafe { post_send_raw(self.qp.as_ptr(), &wr) }
+        // INVARIANT: The QP is live; `wr` and `sge` live across the call;
+        // the caller keeps `iu` (buffer and cqe, whose `done` expects a `C`)
+        // alive.
+        SendWr {
+            qp: self.qp,
+            wr: &wr,
+        }
+        .post()
     }
 }
 
 impl<C: QpOwner> Drop for Qp<C> {
     fn drop(&mut self) {
+        if !self.drained.load(Ordering::Acquire) {
+            self.drain();
+        }
         // SAFETY: By the type invariant the cm id outlives the QP and this is
-        // the QP's only destroy.
+        // the QP's only destroy; it is drained.
         unsafe { bindings::rdma_destroy_qp(self.cm_id.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A connection's QP with its CQ and receive buffers
+// ---------------------------------------------------------------------------
+
+/// What runs when a receive into a [`QpRing`]'s buffer completes; it may
+/// post the buffer again ([`RingIu::post_recv`]).
+///
+/// `done` runs in the CQ's context: softirq for IRQ connections, so it
+/// must not sleep.
+pub(crate) trait RingDone: Sized + 'static {
+    /// The QP context type (`qp_context`).
+    type Ctx: Sync;
+    /// Handles the work completion of `iu`.
+    fn done(ctx: &Self::Ctx, iu: RingIu<'_, Self>, wc: &bindings::ib_wc);
+}
+
+/// The `IuDone` of a ring buffer: its completion hands `D` a [`RingIu`].
+struct Ring<D>(PhantomData<D>);
+
+impl<D: RingDone> IuDone for Ring<D> {
+    type Ctx = D::Ctx;
+    fn done(ctx: &D::Ctx, iu: &Iu<Self>, wc: &bindings::ib_wc) {
+        let Some(qp) = NonNull::new(wc.qp) else {
+            return;
+        };
+        // INVARIANT: Ring buffers are posted only on their ring's QP (see
+        // `QpRing`), and `wc.qp` is the QP this receive was posted on.
+        D::done(ctx, RingIu { iu, qp }, wc);
+    }
+}
+
+/// The receive buffers of a [`QpRing`], allocated before it.
+pub(crate) struct RingIus<D: RingDone>(KVec<Pin<KBox<Iu<Ring<D>>>>>);
+
+impl<D: RingDone> RingIus<D> {
+    /// None (a ring that receives without buffers).
+    pub(crate) fn none() -> Self {
+        Self(KVec::new())
+    }
+
+    /// `rtrs_iu_alloc(n, size, DMA_FROM_DEVICE)`.
+    pub(crate) fn alloc(dev: &DevRef, n: usize, size: usize) -> Result<Self> {
+        Ok(Self(Iu::alloc_n(
+            dev,
+            n,
+            size,
+            bindings::dma_data_direction_DMA_FROM_DEVICE,
+        )?))
+    }
+}
+
+/// A buffer of a [`QpRing`], as its ring or its completion sees it.
+///
+/// # Invariants
+///
+/// `iu` is a buffer of the `QpRing` whose QP is `qp`: both live until that
+/// QP is drained, and the buffer's cqe expects its `qp_context`.
+pub(crate) struct RingIu<'a, D: RingDone> {
+    iu: &'a Iu<Ring<D>>,
+    qp: NonNull<bindings::ib_qp>,
+}
+
+impl<D: RingDone> Clone for RingIu<'_, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<D: RingDone> Copy for RingIu<'_, D> {}
+
+impl<'a, D: RingDone> RingIu<'a, D> {
+    /// `rtrs_iu_post_recv`: a receive into the whole buffer, on its QP.
+    pub(crate) fn post_recv(&self, lkey: u32) -> Result {
+        // INVARIANT: By the type invariant of `RingIu`.
+        self.iu.recv_wr(self.qp, lkey)?.post()
+    }
+
+    /// The buffer, for the CPU (see [`Iu::data_for_cpu`]).
+    pub(crate) fn data_for_cpu(&self) -> &'a [u8] {
+        self.iu.data_for_cpu()
+    }
+
+    /// The buffer back to the device (see [`Iu::sync_for_device`]).
+    pub(crate) fn sync_for_device(&self) {
+        self.iu.sync_for_device();
+    }
+}
+
+/// A connection's QP with the CQ it completes on and the receive buffers
+/// only it posts into (`create_con_cq_qp`). Fields drop in order: the QP
+/// (drained first), its buffers, then the CQ, so nothing posted outlives
+/// what it uses.
+///
+/// # Invariants
+///
+/// The IUs of `ring` are posted only on `qp` (through [`RingIu`]).
+pub(crate) struct QpRing<C: QpOwner, D: RingDone<Ctx = C>> {
+    qp: Qp<C>,
+    ring: KVec<Pin<KBox<Iu<Ring<D>>>>>,
+    cq: Cq,
+    lkey: u32,
+}
+
+impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
+    /// `rdma_create_qp` as rtrs.c's create_qp: RC, `cq` for both queues,
+    /// `IB_SIGNAL_REQ_WR`, one receive SGE; `ring` are its receive buffers,
+    /// posted with `lkey`.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` must be a live cm id with a bound device; it and `owner`
+    /// must outlive the returned value.
+    pub(crate) unsafe fn create(
+        cm_id: *mut bindings::rdma_cm_id,
+        dev: &DevRef,
+        cq: Cq,
+        ring: RingIus<D>,
+        owner: *const C,
+        sizes: &QpSizes,
+        lkey: u32,
+    ) -> Result<Self> {
+        let mut attr = bindings::ib_qp_init_attr {
+            event_handler: Some(qp_event_handler::<C>),
+            qp_context: owner.cast_mut().cast(),
+            send_cq: cq.as_ptr(),
+            recv_cq: cq.as_ptr(),
+            cap: bindings::ib_qp_cap {
+                max_send_wr: sizes.max_send_wr,
+                max_recv_wr: sizes.max_recv_wr,
+                max_send_sge: sizes.max_send_sge,
+                max_recv_sge: 1,
+                ..Default::default()
+            },
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            ..Default::default()
+        };
+        let cm = NonNull::new(cm_id).ok_or(EINVAL)?;
+        // SAFETY: The caller guarantees `cm_id`; the PD is live (`dev`);
+        // `attr` is valid for the call.
+        let qp =
+            from_err_ptr(unsafe { bindings::rtrs_rs_rdma_create_qp(cm_id, dev.pd(), &mut attr) })?;
+        // INVARIANT: created just above with `owner` as its context; the
+        // caller guarantees the cm id and the owner, and `cq` is dropped
+        // after the QP (field order). The ring is new: nothing posted yet.
+        Ok(Self {
+            qp: Qp {
+                qp: NonNull::new(qp).ok_or(EINVAL)?,
+                cm_id: cm,
+                drained: AtomicBool::new(false),
+                _owner: PhantomData,
+            },
+            ring: ring.0,
+            cq,
+            lkey,
+        })
+    }
+
+    /// The QP.
+    pub(crate) fn qp(&self) -> &Qp<C> {
+        &self.qp
+    }
+
+    /// The CQ.
+    pub(crate) fn cq(&self) -> &Cq {
+        &self.cq
+    }
+
+    /// `ib_drain_qp`: every request posted is flushed when it returns.
+    /// Process context.
+    pub(crate) fn drain(&self) {
+        self.qp.drain();
+    }
+
+    /// A receive into buffer `i` (`rtrs_iu_post_recv`).
+    pub(crate) fn post_ring_recv(&self, i: usize) -> Result {
+        let iu = self.ring.get(i).ok_or(EINVAL)?;
+        // INVARIANT: one of our buffers, posted on our QP.
+        RingIu { iu, qp: self.qp.qp }.post_recv(self.lkey)
     }
 }
