@@ -13,3 +13,4 @@
 #include <rdma/rdma_cm.h>
 
 #include "rtrs_helpers.h"
+#include "rtrs_dev_event.h"

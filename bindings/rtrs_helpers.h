@@ -12,6 +12,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "rtrs_sysfs_files.h"
+#include "rtrs_trace.h"
 
 struct completion;
 struct sockaddr_storage;

@@ -18,8 +18,10 @@ use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::CString;
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 
+use crate::addr::to_rtrs_sockaddr;
 use crate::bindings;
 use crate::cm::{CmEvent, CmHandler, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach};
@@ -27,13 +29,16 @@ use crate::io::{self, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
-use crate::rtrs_core::path_state::{self, ErrorRecovery, HbParams, RtrsCltPathLink};
+use crate::rtrs_core::names::NAME_MAX;
+use crate::rtrs_core::path_state::{self, ErrorRecovery, HbParams, RtrsCltPathLink, StateReason};
 use crate::rtrs_core::proto::{
     RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgRkeyRsp, RtrsPathParams, RtrsRbuf, WireError,
     RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
 };
+use crate::rtrs_core::sysfs_fmt;
 use crate::stats::PathStats;
-use crate::sync::{Completion, RcuBox, RcuGuard, Retired};
+use crate::sync::{Completion, OnceBox, RcuBox, RcuGuard, Retired};
+use crate::trace;
 use crate::verbs::{
     wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone, Qp, QpOwner, QpRing,
     QpSizes, RingDone, RingIu, RingIus,
@@ -98,6 +103,92 @@ impl HcaName {
     }
 }
 
+/// A path's name, "src@dst" as its sysfs directory, at most `NAME_MAX` bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct PathName {
+    buf: [u8; NAME_MAX],
+    len: usize,
+}
+
+impl PathName {
+    fn new(
+        src: &bindings::__kernel_sockaddr_storage,
+        dst: &bindings::__kernel_sockaddr_storage,
+    ) -> Self {
+        let mut n = Self {
+            buf: [0; NAME_MAX],
+            len: 0,
+        };
+        n.len = sysfs_fmt::rtrs_addr_to_str(
+            &mut n.buf,
+            to_rtrs_sockaddr(src).as_ref(),
+            to_rtrs_sockaddr(dst).as_ref(),
+        );
+        n
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// `established` and `reconnect_attempts` of a path under their mutex, and
+/// a copy of `reconnect_attempts` for lock-free readers (the trace events,
+/// which fire in completion context too, as C reads the field unlocked).
+#[pin_data]
+pub(crate) struct PathLink {
+    #[pin]
+    m: Mutex<RtrsCltPathLink>,
+    attempts: AtomicU32,
+}
+
+/// [`PathLink`] locked; the copy follows the value when it is dropped.
+pub(crate) struct PathLinkGuard<'a> {
+    g: Guard<'a, RtrsCltPathLink, MutexBackend>,
+    attempts: &'a AtomicU32,
+}
+
+impl PathLink {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            m <- new_mutex!(RtrsCltPathLink::new(), "rtrs_rs_path_link"),
+            attempts: AtomicU32::new(0),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> PathLinkGuard<'_> {
+        PathLinkGuard {
+            g: self.m.lock(),
+            attempts: &self.attempts,
+        }
+    }
+
+    /// `reconnect_attempts` as last unlocked, for traces.
+    pub(crate) fn attempts_unlocked(&self) -> u32 {
+        self.attempts.load(Ordering::Relaxed)
+    }
+}
+
+impl core::ops::Deref for PathLinkGuard<'_> {
+    type Target = RtrsCltPathLink;
+    fn deref(&self) -> &RtrsCltPathLink {
+        &self.g
+    }
+}
+
+impl core::ops::DerefMut for PathLinkGuard<'_> {
+    fn deref_mut(&mut self) -> &mut RtrsCltPathLink {
+        &mut self.g
+    }
+}
+
+impl Drop for PathLinkGuard<'_> {
+    fn drop(&mut self) {
+        self.attempts
+            .store(self.g.reconnect_attempts, Ordering::Relaxed);
+    }
+}
+
 /// Per-path values learnt from the conn_rsp of cid 0 and the INFO_RSP.
 ///
 /// Protected by `PathShared::inner`.
@@ -136,6 +227,8 @@ pub(crate) struct PathShared {
     pub(crate) dst_addr: bindings::__kernel_sockaddr_storage,
     /// `s.src_addr`: all zeros ("any") when no source was given.
     pub(crate) src_addr: bindings::__kernel_sockaddr_storage,
+    /// "src@dst" from the addresses given, until `dir_name` is set.
+    given_name: PathName,
     /// `s.con_num` and `s.irq_con_num`.
     pub(crate) con_num: u16,
     pub(crate) irq_con_num: u16,
@@ -184,7 +277,9 @@ pub(crate) struct PathShared {
     /// link-event bookkeeping). A leaf lock: taken after `Sess::paths_ev`
     /// or `inner`, nothing under it.
     #[pin]
-    pub(crate) link: Mutex<RtrsCltPathLink>,
+    pub(crate) link: PathLink,
+    /// The sysfs directory's name, fixed when the path first connected.
+    dir_name: OnceBox<PathName>,
 }
 
 // SAFETY: `dst_addr` and `src_addr` are plain data never written after
@@ -226,6 +321,8 @@ pub(crate) trait PathRecovery: Send + Sync {
     fn queue_err_recovery(self: ArcBorrow<'_, Self>);
     /// Queues `close_work`: the path moved to CLOSING.
     fn queue_close(self: ArcBorrow<'_, Self>);
+    /// The session's `max_reconnect_attempts` (user value), for traces.
+    fn max_reconnect_attempts(&self) -> i32;
 }
 
 impl PathShared {
@@ -247,6 +344,7 @@ impl PathShared {
                 paths_uuid: a.paths_uuid,
                 dst_addr: *a.dst,
                 src_addr: *a.src,
+                given_name: PathName::new(a.src, a.dst),
                 con_num,
                 irq_con_num,
                 recon_cnt: AtomicU16::new(0),
@@ -267,7 +365,8 @@ impl PathShared {
                 state_changed <- Completion::new(),
                 all_disconnected <- Completion::new(),
                 inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
-                link <- new_mutex!(RtrsCltPathLink::new(), "rtrs_rs_path_link"),
+                link <- PathLink::new(),
+                dir_name: OnceBox::empty(),
             }? Error),
             GFP_KERNEL,
         )
@@ -298,7 +397,12 @@ impl PathShared {
     /// `state_wq.lock`: `f` sees the current state and may change it; if
     /// another thread changed it meanwhile, `f` runs again on the new one
     /// (the moves are pure). Waiters on the state are woken on a change.
-    pub(crate) fn update_state<R>(&self, mut f: impl FnMut(&mut RtrsCltState) -> R) -> R {
+    /// A move is traced with `reason`.
+    pub(crate) fn update_state<R>(
+        &self,
+        reason: StateReason,
+        mut f: impl FnMut(&mut RtrsCltState) -> R,
+    ) -> R {
         let mut old = self.state.load(Ordering::Acquire);
         loop {
             let mut s = state_from_u8(old);
@@ -312,6 +416,14 @@ impl PathShared {
             {
                 Ok(_) => {
                     self.state_changed.complete();
+                    if trace::on(trace::Kind::StateChange) {
+                        trace::emit(&trace::Event::StateChange {
+                            path: self.name().as_bytes(),
+                            old,
+                            new: s as u8,
+                            reason: reason.name(),
+                        });
+                    }
                     return r;
                 }
                 Err(cur) => old = cur,
@@ -320,8 +432,51 @@ impl PathShared {
     }
 
     /// `rtrs_clt_change_state`: moves to `new` if the table allows it.
-    pub(crate) fn change_state(&self, new: RtrsCltState) -> bool {
-        self.update_state(|s| path_state::change_state(s, new))
+    pub(crate) fn change_state(&self, new: RtrsCltState, reason: StateReason) -> bool {
+        self.update_state(reason, |s| path_state::change_state(s, new))
+    }
+
+    /// The sysfs directory's name: "src@dst" with the source address that
+    /// cid 0's route resolved to, fixed the first time this is called
+    /// (once the path is connected, as C names its kobject). Process context.
+    pub(crate) fn dir_name(&self) -> &PathName {
+        if self.dir_name.get().is_none() {
+            let n = PathName::new(&self.src_addr(), &self.dst_addr);
+            if let Ok(b) = KBox::new(n, GFP_KERNEL) {
+                // Another caller may have set it meanwhile: theirs stays.
+                let _ = self.dir_name.set(b);
+            }
+        }
+        match self.dir_name.get() {
+            Some(n) => n,
+            None => &self.given_name,
+        }
+    }
+
+    /// The path's name for logs and traces in any context: its sysfs
+    /// directory's once that exists, else from the addresses it was given.
+    pub(crate) fn name(&self) -> &PathName {
+        self.dir_name.get().unwrap_or(&self.given_name)
+    }
+
+    /// Fires one of C's `rtrs_clt_conn_class` events for this path, with
+    /// the session's `max_reconnect_attempts`.
+    pub(crate) fn trace_conn(&self, kind: trace::Kind, max_reconnect_attempts: i32) {
+        if !trace::on(kind) {
+            return;
+        }
+        let r = self.stats.reconnects();
+        trace::emit(&trace::Event::Conn(
+            kind,
+            trace::ConnFields {
+                path: self.name().as_bytes(),
+                state: self.state() as u8,
+                reconnect_attempts: self.link.attempts_unlocked(),
+                max_reconnect_attempts,
+                fail_cnt: r.fail_cnt,
+                success_cnt: r.successful_cnt,
+            },
+        ));
     }
 
     /// The IO context, once `PathConns::alloc_reqs` has run, while `g` is held.
@@ -360,19 +515,23 @@ impl PathShared {
     /// CONNECTED goes to RECONNECTING (true: the recovery work is to be
     /// queued); an error while connecting moves to CONNECTING_ERR for the
     /// connecting thread.
-    pub(crate) fn start_error_recovery(&self) -> bool {
-        self.update_state(path_state::rdma_error_recovery) == ErrorRecovery::Reconnecting
+    pub(crate) fn start_error_recovery(&self, reason: StateReason) -> bool {
+        self.update_state(reason, path_state::rdma_error_recovery) == ErrorRecovery::Reconnecting
     }
 
     /// The state part of `rtrs_clt_close_conns`: CLOSING (true: the close
     /// work is to be queued).
     pub(crate) fn start_closing(&self) -> bool {
-        self.change_state(RtrsCltState::Closing)
+        self.change_state(RtrsCltState::Closing, StateReason::Close)
     }
 
     /// `rtrs_clt_change_state_get_old`: (changed, old state).
-    pub(crate) fn change_state_get_old(&self, new: RtrsCltState) -> (bool, RtrsCltState) {
-        self.update_state(|s| path_state::change_state_get_old(s, new))
+    pub(crate) fn change_state_get_old(
+        &self,
+        new: RtrsCltState,
+        reason: StateReason,
+    ) -> (bool, RtrsCltState) {
+        self.update_state(reason, |s| path_state::change_state_get_old(s, new))
     }
 }
 
@@ -468,7 +627,9 @@ impl Con {
 
     /// `rtrs_rdma_error_recovery` of this connection's path. Any context.
     pub(crate) fn error_recovery(&self) {
-        if self.path.start_error_recovery() {
+        self.path
+            .trace_conn(trace::Kind::ErrorRecovery, self.up.max_reconnect_attempts());
+        if self.path.start_error_recovery(StateReason::ErrorRecovery) {
             self.up.as_arc_borrow().queue_err_recovery();
         }
     }
@@ -1074,7 +1235,8 @@ impl IuDone for InfoReqDone {
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             let msg = wc_status_msg(wc.status);
             pr_err_rl!("{}: Path info request send failed: {}\n", con.sess(), msg);
-            con.path().change_state(RtrsCltState::ConnectingErr);
+            con.path()
+                .change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
         }
     }
 }

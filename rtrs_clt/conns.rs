@@ -9,6 +9,7 @@ use core::sync::atomic::Ordering;
 
 use kernel::error::Error;
 use kernel::prelude::*;
+use kernel::str::BStr;
 use kernel::sync::Arc;
 
 use crate::bindings;
@@ -17,13 +18,16 @@ use crate::clt::{
     INFO_RSP_OK,
 };
 use crate::cm::CmId;
+use crate::dev_event::{DevEvent, DevEventHandler, DevEvents};
 use crate::error::{econnaborted, econnreset, etimedout};
 use crate::io::IoCon;
+use crate::rtrs_core::path_state::{self, ConnectStage, DevEventAction, StateReason};
 use crate::rtrs_core::proto::{
     RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::sync::{RcuGuard, Retired, WaitResult};
-use crate::verbs::Iu;
+use crate::trace;
+use crate::verbs::{DevRef, Iu};
 
 /// A connection's cm id, which holds the connection (its context).
 ///
@@ -61,6 +65,81 @@ struct InfoIus {
     rx: Pin<KBox<Iu<InfoRspDone>>>,
 }
 
+/// A connected generation's watch on its device: a port or GID event that
+/// ends the path starts error recovery at once (see rtrs_core's
+/// `dev_event_action`), where C only logs it and waits for the heartbeat.
+pub(crate) struct PortWatch {
+    shared: Arc<PathShared>,
+    up: Arc<dyn PathRecovery>,
+    /// `hca_port` of cid 0.
+    port: u32,
+}
+
+impl PortWatch {
+    /// Watches the device of connected `shared`. Without it (no device
+    /// recorded, ENOMEM) the path goes on; the heartbeat still notices.
+    fn start(
+        shared: &Arc<PathShared>,
+        up: Arc<dyn PathRecovery>,
+    ) -> Option<Pin<KBox<DevEvents<PortWatch>>>> {
+        let (dev, port) = {
+            let inner = shared.inner.lock();
+            let dev: Option<DevRef> = inner.dev.as_ref().and_then(|d| d.try_clone().ok());
+            (dev, inner.hca_port)
+        };
+        // The source address cid 0's route resolved to.
+        let src = shared.src_addr();
+        let w = PortWatch {
+            shared: shared.clone(),
+            up,
+            port,
+        };
+        DevEvents::register(&dev?, port, &src, w)
+            .inspect_err(|e| {
+                pr_warn!(
+                    "{}: cannot watch the device's port events: {:?}\n",
+                    &*shared.sessname,
+                    e
+                )
+            })
+            .ok()
+    }
+}
+
+impl DevEventHandler for PortWatch {
+    fn event(&self, ev: DevEvent) {
+        let act = path_state::dev_event_action(ev.kind, ev.port, self.port, || ev.src_gid_present);
+        if act == DevEventAction::Recover {
+            pr_warn!(
+                "{}: path {}: {} on port {}, starting recovery\n",
+                &*self.shared.sessname,
+                BStr::from_bytes(self.shared.name().as_bytes()),
+                ev.kind.name(),
+                ev.port
+            );
+            if self.shared.start_error_recovery(StateReason::PortEvent) {
+                self.up.as_arc_borrow().queue_err_recovery();
+            }
+        }
+        if trace::on(trace::Kind::PortEvent) {
+            trace::emit(&trace::Event::Device {
+                path: self.shared.name().as_bytes(),
+                event: ev.kind.name(),
+                port: ev.port,
+                state: self.shared.state() as u8,
+            });
+        }
+    }
+}
+
+/// Why [`PathConns::connect`] failed: the stage, the connection and the
+/// C client's errno.
+pub(crate) struct ConnectError {
+    pub(crate) stage: ConnectStage,
+    pub(crate) cid: u16,
+    pub(crate) err: Error,
+}
+
 /// The connections of a client path (`struct rtrs_clt_path` minus what
 /// survives a reconnect, which is in [`PathShared`]), connected by
 /// [`PathConns::connect`] and torn down by [`PathConns::teardown`] or drop.
@@ -69,6 +148,8 @@ pub(crate) struct PathConns {
     cons: KVec<ConSlot>,
     info_ius: Option<InfoIus>,
     shared: Arc<PathShared>,
+    /// The device's events while connected (see [`PortWatch`]).
+    watch: Option<Pin<KBox<DevEvents<PortWatch>>>>,
 }
 
 impl PathConns {
@@ -77,15 +158,24 @@ impl PathConns {
     /// poll ones, then does the INFO exchange. On error everything is torn
     /// down and the C client's errno returned. The connections hold `up`
     /// (their path) until they go.
-    pub(crate) fn connect(shared: &Arc<PathShared>, up: Arc<dyn PathRecovery>) -> Result<Self> {
+    pub(crate) fn connect(
+        shared: &Arc<PathShared>,
+        up: Arc<dyn PathRecovery>,
+    ) -> core::result::Result<Self, ConnectError> {
         let mut path = PathConns {
             cons: KVec::new(),
             info_ius: None,
             shared: shared.clone(),
+            watch: None,
         };
         shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
         path.init_conns(&up)?;
-        path.send_path_info()?;
+        path.send_path_info().map_err(|err| ConnectError {
+            stage: ConnectStage::PathInfo,
+            cid: 0,
+            err,
+        })?;
+        path.watch = PortWatch::start(shared, up);
         Ok(path)
     }
 
@@ -122,35 +212,45 @@ impl PathConns {
     }
 
     /// `init_conns`: creates and connects each connection in cid order.
-    fn init_conns(&mut self, up: &Arc<dyn PathRecovery>) -> Result {
+    fn init_conns(&mut self, up: &Arc<dyn PathRecovery>) -> core::result::Result<(), ConnectError> {
+        for cid in 0..self.shared.con_num {
+            self.init_con(up, cid).map_err(|err| ConnectError {
+                stage: ConnectStage::CreateCm,
+                cid,
+                err,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// One connection of `init_conns`: created, resolved and connected.
+    fn init_con(&mut self, up: &Arc<dyn PathRecovery>, cid: u16) -> Result {
         // Not borrowed from `self`: the connections change meanwhile.
         let shared = self.shared.clone();
         let nr_cpus = u32::from(shared.irq_con_num.saturating_sub(1)).max(1);
-        for cid in 0..shared.con_num {
-            // Connections 0 and 1 both go to the first CPU.
-            let cpu = u32::from(cid.saturating_sub(1))
-                .checked_rem(nr_cpus)
-                .unwrap_or(0);
-            let con = KBox::pin_init(Con::new(cid, cpu, shared.clone(), up.clone()), GFP_KERNEL)?;
-            let family = crate::addr::family(&shared.dst_addr);
-            let ps = if u32::from(family) == kernel::bindings::AF_IB {
-                bindings::rdma_ucm_port_space_RDMA_PS_IB
-            } else {
-                bindings::rdma_ucm_port_space_RDMA_PS_TCP
-            };
-            let cm_id = CmId::create(con, ps, bindings::ib_qp_type_IB_QPT_RC).inspect_err(|e| {
-                pr_err!(
-                    "{}: Failed to create CM ID, err: {:?}\n",
-                    &*shared.sessname,
-                    e
-                )
-            })?;
-            self.cons.push(ConSlot { cm_id }, GFP_KERNEL)?;
-            let slot = self.cons.last().ok_or(EINVAL)?;
-            Self::create_cm(&shared, slot).inspect_err(|_| {
-                shared.change_state(RtrsCltState::ConnectingErr);
-            })?;
-        }
+        // Connections 0 and 1 both go to the first CPU.
+        let cpu = u32::from(cid.saturating_sub(1))
+            .checked_rem(nr_cpus)
+            .unwrap_or(0);
+        let con = KBox::pin_init(Con::new(cid, cpu, shared.clone(), up.clone()), GFP_KERNEL)?;
+        let family = crate::addr::family(&shared.dst_addr);
+        let ps = if u32::from(family) == kernel::bindings::AF_IB {
+            bindings::rdma_ucm_port_space_RDMA_PS_IB
+        } else {
+            bindings::rdma_ucm_port_space_RDMA_PS_TCP
+        };
+        let cm_id = CmId::create(con, ps, bindings::ib_qp_type_IB_QPT_RC).inspect_err(|e| {
+            pr_err!(
+                "{}: Failed to create CM ID, err: {:?}\n",
+                &*shared.sessname,
+                e
+            )
+        })?;
+        self.cons.push(ConSlot { cm_id }, GFP_KERNEL)?;
+        let slot = self.cons.last().ok_or(EINVAL)?;
+        Self::create_cm(&shared, slot).inspect_err(|_| {
+            shared.change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
+        })?;
         Ok(())
     }
 
@@ -211,7 +311,8 @@ impl PathConns {
     fn send_path_info(&mut self) -> Result {
         let res = self.do_send_path_info();
         if res.is_err() {
-            self.shared().change_state(RtrsCltState::ConnectingErr);
+            self.shared()
+                .change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
         }
         res
     }
@@ -304,7 +405,7 @@ impl PathConns {
         }
         self.post_recv_path(params.queue_depth, params.new_rkey())
             .map_err(|_| econnreset())?;
-        if !shared.change_state(RtrsCltState::Connected) {
+        if !shared.change_state(RtrsCltState::Connected, StateReason::Connected) {
             return Err(econnreset());
         }
         Ok(())
@@ -321,6 +422,8 @@ impl PathConns {
     pub(crate) fn teardown(&mut self, fail: impl FnOnce(&IoCtx)) {
         // Not borrowed from `self`: the connections change meanwhile.
         let shared = self.shared.clone();
+        // No more device events: recovery has begun, or the path closes.
+        self.watch = None;
         shared.all_disconnected.reinit();
         // stop_cm: disconnect, then drain each QP once nobody posts on it or
         // polls its CQ (the core's drain polls a poll connection's CQ

@@ -12,6 +12,7 @@ use crate::clt::Con;
 use crate::io::IoCon;
 use crate::rtrs_core::imm;
 use crate::rtrs_core::path_state::{self, HbAction};
+use crate::trace;
 
 /// One run of `hb_work` of rtrs.c on cid 0 (the path owns the work): sends
 /// HB_MSG unless the last one is still unanswered (any receive clears the
@@ -20,6 +21,7 @@ use crate::rtrs_core::path_state::{self, HbAction};
 pub(crate) fn hb_work(con: &Con) -> bool {
     let path = con.path();
     let mut act = HbAction::Reschedule;
+    let mut missed = 0;
     // A receive completion may reset the count meanwhile: the tick then
     // runs again on the new count.
     let _ = path
@@ -27,8 +29,17 @@ pub(crate) fn hb_work(con: &Con) -> bool {
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cnt| {
             let (a, next) = path_state::hb_tick(cnt, path.hb.missed_max);
             act = a;
+            missed = cnt;
             (a != HbAction::ErrHandler).then_some(next)
         });
+    // The last heartbeat has gone unanswered for `missed` periods.
+    if act != HbAction::Send && trace::on(trace::Kind::HbMiss) {
+        trace::emit(&trace::Event::HbMiss {
+            path: path.name().as_bytes(),
+            missed,
+            max: path.hb.missed_max,
+        });
+    }
     match act {
         HbAction::ErrHandler => {
             pr_err!("{}: HB missed max reached.\n", con.sess());

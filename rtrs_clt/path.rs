@@ -22,12 +22,15 @@ use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 
-use crate::clt::{IoCtx, PathArgs, PathRecovery, PathShared, RtrsCltState};
-use crate::conns::PathConns;
+use crate::clt::{IoCtx, PathArgs, PathLink, PathRecovery, PathShared, RtrsCltState};
+use crate::conns::{ConnectError, PathConns};
 use crate::io::ReqDesc;
-use crate::rtrs_core::path_state::{self, ReconnectDecision, RtrsCltPathLink, SysfsReconnect};
+use crate::rtrs_core::path_state::{
+    self, ConnectStage, ReconnectDecision, StateReason, SysfsReconnect,
+};
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
 use crate::sync::{RcuBox, RcuGuard};
+use crate::trace;
 use crate::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
 
 /// `WorkItem` ids of a path's works.
@@ -41,12 +44,12 @@ const HB_WORK: u64 = 3;
 /// type: the layers import downward only.
 pub(crate) trait PathOwner: Send + Sync + 'static {
     /// `rtrs_clt_path_up` for the session: counts the path (under `link`).
-    fn path_up(&self, link: &Mutex<RtrsCltPathLink>);
+    fn path_up(&self, link: &PathLink);
     /// `rtrs_clt_path_down` for the session.
-    fn path_down(&self, link: &Mutex<RtrsCltPathLink>);
+    fn path_down(&self, link: &PathLink);
     /// `rtrs_clt_failover_req`: a request taken back from this path, to be
     /// posted on another.
-    fn failover_req(&self, r: &ReqDesc<'_>) -> Result;
+    fn failover_req(&self, r: &ReqDesc<'_>, from: &PathShared) -> Result;
     /// The session's `max_reconnect_attempts` (user value).
     fn max_reconnect_attempts(&self) -> i32;
 }
@@ -122,7 +125,8 @@ impl<O: PathOwner> WorkItem<CLOSE_WORK> for SessPath<O> {
         DelayedWork::<Self, ERR_RECOVERY_WORK>::cancel_sync(this);
         DelayedWork::<Self, RECONNECT_WORK>::cancel_sync(this);
         this.stop_and_destroy_conns();
-        this.shared.change_state(RtrsCltState::Closed);
+        this.shared
+            .change_state(RtrsCltState::Closed, StateReason::Closed);
     }
 }
 
@@ -150,6 +154,10 @@ impl<O: PathOwner> PathRecovery for SessPath<O> {
 
     fn queue_close(self: ArcBorrow<'_, Self>) {
         DelayedWork::<Self, CLOSE_WORK>::queue(self, 0);
+    }
+
+    fn max_reconnect_attempts(&self) -> i32 {
+        self.sess.max_reconnect_attempts()
     }
 }
 
@@ -234,19 +242,26 @@ impl<O: PathOwner> SessPath<O> {
         {
             let _g = self.init.lock();
             let up: Arc<dyn PathRecovery> = Arc::<Self>::from(self);
-            let mut path = PathConns::connect(&self.shared, up).inspect_err(|e| {
+            let mut path = PathConns::connect(&self.shared, up).map_err(|e| {
                 pr_err!(
                     "{}: init_conns() failed: err={}\n",
                     self.shared.sessname(),
-                    e.to_errno()
-                )
+                    e.err.to_errno()
+                );
+                self.trace_connect(&e);
+                e.err
             })?;
-            path.alloc_reqs().inspect_err(|e| {
+            path.alloc_reqs().inspect_err(|&err| {
                 pr_err!(
                     "{}: alloc_path_reqs(), err: {:?}\n",
                     self.shared.sessname(),
-                    e
-                )
+                    err
+                );
+                self.trace_connect(&ConnectError {
+                    stage: ConnectStage::AllocReqs,
+                    cid: 0,
+                    err,
+                });
             })?;
             let old = self.cur.replace(Some(KBox::new(path, GFP_KERNEL)?));
             if old.is_some() {
@@ -260,7 +275,29 @@ impl<O: PathOwner> SessPath<O> {
             self.shared.hb_missed_cnt.store(0, Ordering::Release);
             DelayedWork::<Self, HB_WORK>::queue(self, self.shared.hb.interval_ms);
         }
+        if trace::on(trace::Kind::Connect) {
+            trace::emit(&trace::Event::Connect {
+                path: self.shared.name().as_bytes(),
+                stage: ConnectStage::Done.name(),
+                cid: 0,
+                err: 0,
+                reconnect_attempts: self.shared.link.attempts_unlocked(),
+            });
+        }
         Ok(())
+    }
+
+    /// The `rtrs_clt_connect` trace event of a failed attempt.
+    fn trace_connect(&self, e: &ConnectError) {
+        if trace::on(trace::Kind::Connect) {
+            trace::emit(&trace::Event::Connect {
+                path: self.shared.name().as_bytes(),
+                stage: e.stage.name(),
+                cid: e.cid,
+                err: e.err.to_errno(),
+                reconnect_attempts: self.shared.link.attempts_unlocked(),
+            });
+        }
     }
 
     /// `rtrs_clt_path_up` (the session sends no event while it opens).
@@ -294,13 +331,15 @@ impl<O: PathOwner> SessPath<O> {
     /// over to another path, or confirmed with the error.
     fn fail_all_outstanding_reqs(&self, io: &IoCtx) {
         io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| {
-            self.sess.failover_req(fr)
+            self.sess.failover_req(fr, &self.shared)
         });
     }
 
     /// `rtrs_clt_reconnect_work`: rtrs_core decides whether to try.
     fn reconnect_work(self: ArcBorrow<'_, Self>) {
-        let max = path_state::max_reconnect_attempts_from_user(self.max_reconnect_attempts());
+        let user_max = self.sess.max_reconnect_attempts();
+        self.shared.trace_conn(trace::Kind::ReconnectWork, user_max);
+        let max = path_state::max_reconnect_attempts_from_user(user_max);
         let decision = self
             .shared
             .link
@@ -315,23 +354,24 @@ impl<O: PathOwner> SessPath<O> {
             ReconnectDecision::Attempt => {}
         }
         crate::misc::msleep(RTRS_RECONNECT_BACKOFF);
-        if self.shared.change_state(RtrsCltState::Connecting)
+        if self
+            .shared
+            .change_state(RtrsCltState::Connecting, StateReason::Reconnect)
             && self.init_path().is_err()
-            && self.shared.update_state(path_state::reconnect_failed)
+            && self
+                .shared
+                .update_state(StateReason::ReconnectFailed, path_state::reconnect_failed)
         {
             self.shared.stats.inc_reconnect(false);
             DelayedWork::<Self, ERR_RECOVERY_WORK>::queue(self, 0);
         }
     }
 
-    /// The session's `max_reconnect_attempts`.
-    fn max_reconnect_attempts(&self) -> i32 {
-        self.sess.max_reconnect_attempts()
-    }
-
     /// `rtrs_clt_close_conns`: CLOSING, then the close work; with `wait`,
     /// until it has finished (CLOSED).
     pub(crate) fn close_conns(self: ArcBorrow<'_, Self>, wait: bool) {
+        self.shared
+            .trace_conn(trace::Kind::CloseConns, self.sess.max_reconnect_attempts());
         if self.shared.start_closing() {
             DelayedWork::<Self, CLOSE_WORK>::queue(self, 0);
         }
@@ -344,7 +384,10 @@ impl<O: PathOwner> SessPath<O> {
     /// if the attempt failed, -EBUSY if the path is neither down nor
     /// reconnecting.
     pub(crate) fn reconnect_from_sysfs(self: ArcBorrow<'_, Self>) -> Result {
-        match self.shared.update_state(path_state::sysfs_reconnect) {
+        match self
+            .shared
+            .update_state(StateReason::SysfsReconnect, path_state::sysfs_reconnect)
+        {
             SysfsReconnect::Busy => return Err(EBUSY),
             SysfsReconnect::Flush => {}
             SysfsReconnect::Started => {

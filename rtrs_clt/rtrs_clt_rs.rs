@@ -16,6 +16,7 @@
 //!   completion trampolines);
 //! - `cm`: an owning rdma_cm id wrapper, which holds the id's owner (its
 //!   context), with its event handler trampoline;
+//! - `dev_event`: a device's asynchronous events (port, GID, fatal);
 //! - `sync`: `struct completion`, RCU read sections, and the ownership
 //!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
 //!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot
@@ -25,6 +26,8 @@
 //! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
 //! - `error`: C's errnos;
 //! - `log`: rate-limited logging for completion context;
+//! - `trace`: the trace events (system `rtrs_clt`: C's three and this
+//!   module's own);
 //! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
 //!   rnbd's callbacks (`LinkEvCb`, `Confirm`);
 //! - `addr`: addresses between rtrs_core's parsed form and `sockaddr`;
@@ -110,6 +113,7 @@ mod api;
 mod clt;
 mod cm;
 mod conns;
+mod dev_event;
 mod error;
 mod hb;
 mod io;
@@ -122,6 +126,7 @@ mod permits;
 mod sess;
 mod stats;
 mod sync;
+mod trace;
 mod verbs;
 mod wq;
 

@@ -19,9 +19,9 @@ use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr, RTRS_IO_CON};
-use crate::addr::{from_rtrs_sockaddr, to_rtrs_sockaddr};
+use crate::addr::from_rtrs_sockaddr;
 use crate::bindings;
-use crate::clt::{PathArgs, RtrsCltState};
+use crate::clt::{PathArgs, PathLink, PathShared, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize};
 use crate::io::{ReqDesc, UserReq};
 use crate::kobj::{PathKobj, SessDev};
@@ -32,7 +32,7 @@ use crate::path::PathOwner;
 use crate::permits::{Permits, PutError};
 use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::path_state::{
-    HbParams, PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathLink, RtrsCltPathsUp,
+    HbParams, PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathsUp, StateReason,
 };
 use crate::rtrs_core::policy::{
     counts_inflight, failover_req, MpPolicy, Offer, PathView, PathViews,
@@ -40,6 +40,7 @@ use crate::rtrs_core::policy::{
 use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
 use crate::rtrs_core::sysfs_fmt;
 use crate::sync::{OnceBox, RcuArray, RcuBox, RcuGuard};
+use crate::trace;
 use crate::verbs::{DevPool, SgList};
 use crate::wq::Workqueue;
 
@@ -393,8 +394,16 @@ impl Sess {
 
     /// Sets `mp_policy`; `v` is a valid MP_POLICY_* value.
     pub(crate) fn set_mp_policy_raw(&self, v: i32) {
-        if MpPolicy::from_raw(v).is_some() {
-            self.mp_policy.store(v, Ordering::Relaxed);
+        let Some(new) = MpPolicy::from_raw(v) else {
+            return;
+        };
+        let old = self.mp_policy.swap(v, Ordering::Relaxed);
+        if trace::on(trace::Kind::MpPolicy) {
+            trace::emit(&trace::Event::MpPolicy {
+                sess: self.sessname.as_bytes(),
+                old: MpPolicy::from_raw(old).map_or("", MpPolicy::name),
+                new: new.name(),
+            });
         }
     }
 
@@ -510,7 +519,9 @@ impl Sess {
         let sp = &entry.sp;
         let changed = loop {
             sp.get().close_conns(true);
-            let (changed, old) = sp.shared().change_state_get_old(RtrsCltState::Dead);
+            let (changed, old) = sp
+                .shared()
+                .change_state_get_old(RtrsCltState::Dead, StateReason::Removed);
             if changed || old == RtrsCltState::Dead {
                 break changed;
             }
@@ -553,16 +564,8 @@ impl Sess {
     /// `rtrs_clt_create_path_files`: paths/<src@dst> for a connected path.
     fn create_path_files(dev: &SessDev, sp: &PathHandle) -> Result<PathKobj> {
         // The directory is named "src@dst" with the resolved source, as in C.
-        let s = sp.shared().src_addr();
-        let (_, d) = sp.shared().addrs();
-        let mut name = [0u8; NAME_MAX];
-        let len = sysfs_fmt::rtrs_addr_to_str(
-            &mut name,
-            to_rtrs_sockaddr(&s).as_ref(),
-            to_rtrs_sockaddr(d).as_ref(),
-        );
-        let name =
-            CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name.get(..len).unwrap_or(&[]))))?;
+        let name = sp.shared().dir_name().as_bytes();
+        let name = CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name)))?;
         let spp: *const SessPath = &**sp;
         // SAFETY: The `SessPath` is in an `Arc` that the entry's handle
         // holds, and the kobject goes first (see `PathEntry`).
@@ -602,13 +605,14 @@ impl Sess {
             cpu_id: permit.cpu_id.load(Ordering::Relaxed),
             mem_id: permit.mem_id.load(Ordering::Relaxed),
         };
-        self.issue(&r, false)
+        self.issue(&r, None)
     }
 
     /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`):
     /// offers the request to the CONNECTED paths in the policy's order, each
     /// at most once, until one posts it. Never sleeps.
-    fn issue(&self, r: &ReqDesc<'_>, failover: bool) -> Result {
+    /// `failover` is the path a failed-over request comes from.
+    fn issue(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
         let sg_cnt = usize::try_from(r.sg_nents).unwrap_or(usize::MAX);
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
         let guard = RcuGuard::new();
@@ -658,8 +662,9 @@ impl Sess {
             };
             match io.submit(con, &guard, r, counted, sample_svc) {
                 Ok(()) => {
-                    if failover {
+                    if let Some(from) = failover {
                         shared.stats.inc_failover();
+                        self.trace_failover(from, shared.name().as_bytes(), 0);
                     }
                     Offer::Posted
                 }
@@ -670,7 +675,23 @@ impl Sess {
         if let Some(c) = slot {
             c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
         }
+        if let (Some(from), Err(e)) = (failover, out) {
+            self.trace_failover(from, b"", e);
+        }
         out.map(|_| ()).map_err(Error::from_errno)
+    }
+
+    /// The `rtrs_clt_failover` trace event: a request left `from` for `to`,
+    /// or for no path (`err` < 0).
+    fn trace_failover(&self, from: &PathShared, to: &[u8], err: i32) {
+        if trace::on(trace::Kind::Failover) {
+            trace::emit(&trace::Event::Failover {
+                sess: self.sessname.as_bytes(),
+                from: from.name().as_bytes(),
+                to,
+                err,
+            });
+        }
     }
 }
 
@@ -678,7 +699,7 @@ impl PathOwner for Sess {
     /// `rtrs_clt_path_up` for the session (rtrs_core's count): RECONNECTED
     /// to rnbd, under `paths_ev`, when the first path comes back after all
     /// were down.
-    fn path_up(&self, link: &Mutex<RtrsCltPathLink>) {
+    fn path_up(&self, link: &PathLink) {
         let mut up = self.paths_ev.lock();
         let ev = up.path_up(&mut link.lock());
         if let Some(ev) = ev {
@@ -688,7 +709,7 @@ impl PathOwner for Sess {
 
     /// `rtrs_clt_path_down` for the session: DISCONNECTED when the last
     /// established path goes.
-    fn path_down(&self, link: &Mutex<RtrsCltPathLink>) {
+    fn path_down(&self, link: &PathLink) {
         let mut up = self.paths_ev.lock();
         let ev = up.path_down(&mut link.lock());
         match ev {
@@ -700,8 +721,8 @@ impl PathOwner for Sess {
 
     /// `rtrs_clt_failover_req`: posts a request taken back from a failed
     /// path on another connected one, counting it in that path's failover.
-    fn failover_req(&self, r: &ReqDesc<'_>) -> Result {
-        self.issue(r, true)
+    fn failover_req(&self, r: &ReqDesc<'_>, from: &PathShared) -> Result {
+        self.issue(r, Some(from))
     }
 
     fn max_reconnect_attempts(&self) -> i32 {

@@ -455,6 +455,150 @@ impl HbParams {
 }
 
 // ---------------------------------------------------------------------------
+// Device and port events (not in C, which only logs them)
+// ---------------------------------------------------------------------------
+
+/// An asynchronous event of a connected path's device (`enum ib_event_type`,
+/// the kinds a path cares about).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DevEventKind {
+    /// `IB_EVENT_PORT_ERR`: the port went down (link lost).
+    PortErr,
+    /// `IB_EVENT_PORT_ACTIVE`: the port came up.
+    PortActive,
+    /// `IB_EVENT_GID_CHANGE`: the port's GID table changed.
+    GidChange,
+    /// `IB_EVENT_DEVICE_FATAL`: the device is unusable.
+    DeviceFatal,
+    /// Anything else.
+    Other,
+}
+
+impl DevEventKind {
+    /// The name the `rtrs_clt_port_event` trace event prints.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DevEventKind::PortErr => "port_err",
+            DevEventKind::PortActive => "port_active",
+            DevEventKind::GidChange => "gid_change",
+            DevEventKind::DeviceFatal => "device_fatal",
+            DevEventKind::Other => "other",
+        }
+    }
+}
+
+/// What a connected path does about a device event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DevEventAction {
+    /// Start error recovery now, as a failed completion would (the path
+    /// leaves CONNECTED at once instead of when the heartbeat or the RC
+    /// retry timeout notices).
+    Recover,
+    /// Nothing to do.
+    Ignore,
+}
+
+/// The decision on `kind` reported for `event_port` of the device of a
+/// path connected through `path_port`. `src_gid_present` tells whether the
+/// path's source GID is still in the port's table; it is asked only for
+/// a GID change on the path's port.
+///
+/// The device going fatal and the path's port going down end the path.
+/// A GID change ends it only if its own source GID is gone (adding or
+/// removing other addresses leaves it alone). PORT_ACTIVE needs nothing of
+/// a connected path.
+pub fn dev_event_action(
+    kind: DevEventKind,
+    event_port: u32,
+    path_port: u32,
+    src_gid_present: impl FnOnce() -> bool,
+) -> DevEventAction {
+    match kind {
+        DevEventKind::DeviceFatal => DevEventAction::Recover,
+        DevEventKind::PortErr if event_port == path_port => DevEventAction::Recover,
+        DevEventKind::GidChange if event_port == path_port && !src_gid_present() => {
+            DevEventAction::Recover
+        }
+        _ => DevEventAction::Ignore,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Trace reasons (not in C)
+// ---------------------------------------------------------------------------
+
+/// Why a path's state moved: the `reason` of the `rtrs_clt_state_change`
+/// trace event. Each names the step that asked for the move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateReason {
+    /// A reconnect attempt starts (`rtrs_clt_reconnect_work`).
+    Reconnect,
+    /// Every connection and the INFO exchange are done (`init_path`).
+    Connected,
+    /// Setting up a connection or the INFO exchange failed.
+    ConnectFailed,
+    /// An error on a connection (`rtrs_rdma_error_recovery`).
+    ErrorRecovery,
+    /// The device reported a port or GID event on the path's port.
+    PortEvent,
+    /// A reconnect attempt failed (`reconnect_again`).
+    ReconnectFailed,
+    /// A write to the path's `reconnect` file.
+    SysfsReconnect,
+    /// The path closes (`rtrs_clt_close_conns`).
+    Close,
+    /// The close work finished.
+    Closed,
+    /// The path is removed from its session (`remove_path`).
+    Removed,
+}
+
+impl StateReason {
+    /// The name the trace event prints.
+    pub const fn name(self) -> &'static str {
+        match self {
+            StateReason::Reconnect => "reconnect",
+            StateReason::Connected => "connected",
+            StateReason::ConnectFailed => "connect_failed",
+            StateReason::ErrorRecovery => "error_recovery",
+            StateReason::PortEvent => "port_event",
+            StateReason::ReconnectFailed => "reconnect_failed",
+            StateReason::SysfsReconnect => "sysfs_reconnect",
+            StateReason::Close => "close",
+            StateReason::Closed => "closed",
+            StateReason::Removed => "removed",
+        }
+    }
+}
+
+/// How far a connection attempt of a path got: the `stage` of the
+/// `rtrs_clt_connect` trace event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectStage {
+    /// Creating a connection's cm id, resolving and connecting it
+    /// (`create_cm`), up to ESTABLISHED.
+    CreateCm,
+    /// The INFO_REQ/INFO_RSP exchange (`rtrs_send_path_info`).
+    PathInfo,
+    /// Allocating the request slots (`alloc_path_reqs`).
+    AllocReqs,
+    /// All done: the path is CONNECTED.
+    Done,
+}
+
+impl ConnectStage {
+    /// The name the trace event prints.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ConnectStage::CreateCm => "create_cm",
+            ConnectStage::PathInfo => "path_info",
+            ConnectStage::AllocReqs => "alloc_reqs",
+            ConnectStage::Done => "done",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
 
@@ -463,6 +607,65 @@ mod tests {
     use super::super::proto::RTRS_HB_MISSED_MAX;
     use super::*;
     use RtrsCltState::*;
+
+    #[test]
+    fn dev_event_decisions() {
+        use DevEventAction::{Ignore, Recover};
+        use DevEventKind::*;
+        let never = || -> bool { panic!("GID looked up") };
+        assert_eq!(dev_event_action(PortErr, 1, 1, never), Recover);
+        assert_eq!(dev_event_action(PortErr, 2, 1, never), Ignore);
+        assert_eq!(dev_event_action(DeviceFatal, 0, 1, never), Recover);
+        assert_eq!(dev_event_action(PortActive, 1, 1, never), Ignore);
+        assert_eq!(dev_event_action(Other, 1, 1, never), Ignore);
+        assert_eq!(dev_event_action(GidChange, 1, 1, || false), Recover);
+        assert_eq!(dev_event_action(GidChange, 1, 1, || true), Ignore);
+        assert_eq!(dev_event_action(GidChange, 2, 1, never), Ignore);
+        let kinds = [PortErr, PortActive, GidChange, DeviceFatal, Other];
+        for (i, k) in kinds.iter().enumerate() {
+            assert!(k
+                .name()
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_'));
+            assert!(!kinds[..i].iter().any(|o| o.name() == k.name()));
+        }
+    }
+
+    #[test]
+    fn trace_names_are_distinct_words() {
+        use StateReason as R;
+        let reasons = [
+            R::Reconnect,
+            R::Connected,
+            R::ConnectFailed,
+            R::ErrorRecovery,
+            R::PortEvent,
+            R::ReconnectFailed,
+            R::SysfsReconnect,
+            R::Close,
+            R::Closed,
+            R::Removed,
+        ];
+        let stages = [
+            ConnectStage::CreateCm,
+            ConnectStage::PathInfo,
+            ConnectStage::AllocReqs,
+            ConnectStage::Done,
+        ];
+        let names: Vec<&str> = reasons
+            .iter()
+            .map(|r| r.name())
+            .chain(stages.iter().map(|s| s.name()))
+            .collect();
+        for (i, n) in names.iter().enumerate() {
+            assert!(!n.is_empty());
+            assert!(
+                n.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{n}"
+            );
+            assert!(!names[..i].contains(n), "{n} twice");
+        }
+    }
 
     #[test]
     fn hb_params_bounds() {

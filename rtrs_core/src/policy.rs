@@ -67,6 +67,16 @@ impl MpPolicy {
     pub const fn as_raw(self) -> i32 {
         self as i32
     }
+
+    /// The name `mpath_policy` shows and takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MpPolicy::Rr => "round-robin",
+            MpPolicy::MinInflight => "min-inflight",
+            MpPolicy::MinLatency => "min-latency",
+            MpPolicy::ServiceTime => "service-time",
+        }
+    }
 }
 
 /// What a policy needs to know about one path, sampled by the caller.
@@ -495,6 +505,20 @@ mod tests {
         }
         assert_eq!(it.next_connected(paths, paths_num, cur), None, "fused");
         v
+    }
+
+    #[test]
+    fn policy_names_match_sysfs() {
+        for p in MpPolicy::ALL {
+            let mut buf = [0u8; 64];
+            let n = crate::sysfs_fmt::mpath_policy_show(&mut buf, p.as_raw());
+            let shown = core::str::from_utf8(&buf[..n]).unwrap();
+            assert!(shown.starts_with(p.name()), "{shown} vs {}", p.name());
+            assert_eq!(
+                crate::sysfs_fmt::mpath_policy_store(p.name().as_bytes()),
+                Ok(p.as_raw())
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,191 @@
+#!/bin/bash
+# Trace events (system rtrs_clt) and device events, on two paths of the
+# tests/lib-mp.sh topology under rnbd, with a 1 s heartbeat (3 misses):
+# - the C client's three events have its exact format files (fields and
+#   print fmt; read from rtrs_client.ko in this boot);
+# - mpath_policy writes fire rtrs_clt_mp_policy;
+# - a silent cut of path 2 under verified IO fires C's
+#   rtrs_rdma_error_recovery, the state change (reason error_recovery),
+#   rtrs_clt_hb_miss from 1, and one rtrs_clt_failover line per request the
+#   failover counters counted; idle (full tier), the misses count 1 to max+1;
+# - a sysfs disconnect fires rtrs_clt_close_conns (C's fields: attempts,
+#   stats/reconnects' counts) and the state changes; the sysfs reconnect
+#   fires rtrs_clt_reconnect_work and rtrs_clt_connect (stage done); an
+#   add_path without a route fires rtrs_clt_connect at create_cm with its
+#   errno;
+# - device events, not in C: the path's source address removed (its GID
+#   gone, IB_EVENT_GID_CHANGE) takes the path down at once (reason
+#   port_event, the heartbeat is not needed); the address
+#   back, the path reconnects; the client port's carrier lost (PORT_ERR)
+#   takes the path down at once. The carrier cut is last: rxe's QP1 does not
+#   survive it (see lib-mp.sh), so the path is not reconnected after it.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib-mp.sh"
+PLAN=21
+skip_all_unless_api $PLAN
+tap_plan $PLAN
+S=trc
+cls=/sys/class/rtrs-client/$S
+T=/sys/kernel/tracing
+HB_MS=1000 HB_MISS=3
+
+[ -d $T/events ] || mount -t tracefs nodev $T 2>/dev/null
+tap_check "tracefs is there ($T)" test -d $T/events
+
+# --- C's formats, from the C client in this boot -----------------------------
+C_EVENTS="rtrs_clt_reconnect_work rtrs_clt_close_conns rtrs_rdma_error_recovery"
+# fmt_of <event>: its format file without the ID line (IDs differ per load).
+fmt_of() { grep -v '^ID:' "$T/events/rtrs_clt/$1/format"; }
+mkdir -p /tmp/tr-c
+if modprobe rtrs_client; then
+	for e in $C_EVENTS; do fmt_of "$e" > "/tmp/tr-c/$e" 2>&1; done
+	rmmod rtrs_client
+fi
+
+if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; fi
+tap_check "server side loads" start_server 65536
+tap_check "client stack loads with hb_interval_ms=$HB_MS hb_missed_max=$HB_MISS" \
+	load_rnbd_rs hb_interval_ms=$HB_MS hb_missed_max=$HB_MISS
+fmt_same() {
+	local e bad=
+	for e in $C_EVENTS; do
+		[ -s "/tmp/tr-c/$e" ] || { bad+=" $e:no-C-format"; continue; }
+		diff -u "/tmp/tr-c/$e" <(fmt_of "$e") >&2 || bad+=" $e"
+	done
+	[ -z "$bad" ] || { echo "differ:$bad" >&2; return 1; }
+}
+tap_check "C's three events have the C client's format files (fields, print fmt)" fmt_same
+our_events() {
+	local e
+	for e in rtrs_clt_state_change rtrs_clt_failover rtrs_clt_connect rtrs_clt_hb_miss \
+		rtrs_clt_mp_policy rtrs_clt_port_event; do
+		[ -f "$T/events/rtrs_clt/$e/format" ] || { echo "no $e" >&2; return 1; }
+	done
+}
+tap_check "this module's six events are there" our_events
+
+echo 0 > $T/tracing_on
+echo > $T/trace
+echo 1 > $T/events/rtrs_clt/enable
+echo 1 > $T/tracing_on
+# tr_lines <event> [pattern]: the trace lines of an event (matching pattern).
+tr_lines() { grep -F " $1: " $T/trace | grep -E -- "${2:-.}"; }
+tr_count() { tr_lines "$@" | wc -l; }
+tr_reset() { echo > $T/trace; }
+dev=$(mp_map_two $S)
+tap_check "mapped ${dev:-nothing} over two connected paths" mp_two_mapped $S "$dev"
+P1=$(mp_path_name 1) P2=$(mp_path_name 2)
+p2dir=$(mp_path_dir $S 2)
+
+# --- a policy change -----------------------------------------------------------
+tr_reset
+echo round-robin > $cls/mpath_policy
+echo min-inflight > $cls/mpath_policy
+tap_check "mpath_policy writes traced ($(tr_lines rtrs_clt_mp_policy | sed 's/.*RTRS-CLT: //' | tr '\n' ';'))" \
+	sh -c "[ $(tr_count rtrs_clt_mp_policy "sess='$S' min-inflight -> round-robin\$") -eq 1 ] &&
+		[ $(tr_count rtrs_clt_mp_policy "sess='$S' round-robin -> min-inflight\$") -eq 1 ]"
+
+# --- a silent cut under IO: heartbeat misses, C's error recovery, failover ----
+tr_reset
+fo0=$(mp_failovers $S)
+mp_run_io "$dev" /tmp/tr-fio.out 12 & fpid=$!
+q0=$(mp_path_reqs $S 2)
+p2_busy() { [ "$(mp_path_reqs $S 2)" -gt $(( q0 + 200 )) ]; }
+# IO is on path 2 before it goes silent.
+wait_for 20 p2_busy
+mp_path_cut 2
+wait_for 30 mp_path_down $S 2
+wait $fpid; frc=$?
+fo=$(( $(mp_failovers $S) - fo0 ))
+nfo=$(tr_count rtrs_clt_failover "sess='$S' from='$P2' to='$P1' err=0\$")
+nfo_err=$(tr_count rtrs_clt_failover "err=-")
+tap_check "silent cut under verified IO (fio rc $frc): $fo requests failed over, $nfo failover lines from path 2 to path 1, $nfo_err with an error" \
+	sh -c "[ $frc -eq 0 ] && [ $fo -gt 0 ] && [ $nfo -eq $fo ] && [ $nfo_err -eq 0 ]"
+misses=$(tr_lines rtrs_clt_hb_miss "path='$P2'" | grep -o 'missed=[0-9]*' | tr '\n' ' ')
+tap_check "then rtrs_rdma_error_recovery (state=CONNECTED), CONNECTED -> RECONNECTING (error_recovery) once; heartbeat misses ($misses) start at 1 of max $HB_MISS" \
+	sh -c "[ $(tr_count rtrs_rdma_error_recovery "sess='$P2' state=CONNECTED attempts='0' max-attempts='-1' ") -ge 1 ] &&
+		[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=error_recovery\$") -eq 1 ] &&
+		[ $(tr_count rtrs_clt_hb_miss "path='$P2' missed=1 max=$HB_MISS\$") -ge 1 ] || { cat $T/trace >&2; false; }"
+mp_path_restore 2
+tap_check "path 2 back after the cut" mp_path_reconnect $S 2 120
+
+# --- a silent peer while idle: the heartbeat counts to its limit ---------------
+if [ "$RTRS_TIER" = quick ]; then
+	tap_skip "idle silent peer: hb_miss up to max + 1" "full tier (the cut above shows the misses start)"
+else
+	tr_reset
+	mp_path_cut 2
+	wait_for 30 mp_path_down $S 2
+	misses=$(tr_lines rtrs_clt_hb_miss "path='$P2'" | grep -o 'missed=[0-9]*' | tr '\n' ' ')
+	tap_check "idle silent peer: hb_miss counts 1 to $((HB_MISS + 1)) ($misses), then recovery (error_recovery)" \
+		sh -c "[ '$misses' = '$(seq -s ' ' -f 'missed=%g' 1 $((HB_MISS + 1))) ' ] &&
+			[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=error_recovery\$") -eq 1 ]"
+	mp_path_restore 2
+	mp_path_reconnect $S 2 120 || diag "path 2 did not come back after the idle cut"
+fi
+
+# --- a disconnect while idle: close_conns, state changes; the reconnect ---------
+tr_reset
+read -r ok fail < "$p2dir/stats/reconnects"
+echo 1 > "$p2dir/disconnect"
+tap_check "rtrs_clt_close_conns of path 2 in C's format ($(tr_lines rtrs_clt_close_conns | head -n 1 | sed 's/.*RTRS-CLT: //'))" \
+	test "$(tr_count rtrs_clt_close_conns "RTRS-CLT: sess='$P2' state=CONNECTED attempts='0' max-attempts='-1' fail='$fail' success='$ok'\$")" -eq 1
+tap_check "path 2 state changes traced: CONNECTED -> CLOSING (close), CLOSING -> CLOSED (closed)" \
+	sh -c "[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> CLOSING reason=close\$") -eq 1 ] &&
+		[ $(tr_count rtrs_clt_state_change "path='$P2' CLOSING -> CLOSED reason=closed\$") -eq 1 ]"
+tr_reset
+mp_path_reconnect $S 2 60
+tap_check "reconnect traced: CLOSED -> RECONNECTING (sysfs_reconnect), reconnect_work, -> CONNECTED (connected), connect done" \
+	sh -c "[ $(tr_count rtrs_clt_state_change "path='$P2' CLOSED -> RECONNECTING reason=sysfs_reconnect\$") -ge 1 ] &&
+		[ $(tr_count rtrs_clt_reconnect_work "sess='$P2' state=RECONNECTING attempts='0' max-attempts='-1'") -ge 1 ] &&
+		[ $(tr_count rtrs_clt_state_change "path='$P2' RECONNECTING -> CONNECTING reason=reconnect\$") -ge 1 ] &&
+		[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTING -> CONNECTED reason=connected\$") -ge 1 ] &&
+		[ $(tr_count rtrs_clt_connect "path='$P2' stage=done cid=0 err=0") -ge 1 ] || { cat $T/trace >&2; false; }"
+
+# --- a connection attempt that fails: add_path with no route -------------------
+tr_reset
+bad="ip:$(mp_caddr 1)@ip:10.99.0.1"
+if timeout 60 sh -c "echo '$bad' > $cls/add_path" 2>/dev/null; then res=ok; else res=refused; fi
+cerr=$(tr_lines rtrs_clt_connect "path='$bad' stage=create_cm cid=0 err=-" | grep -o 'err=-[0-9]*' | head -n 1)
+tap_check "add_path $bad $res; its failed attempt traced at create_cm ($cerr)" \
+	sh -c "[ $res = refused ] && [ -n '$cerr' ]"
+
+# --- the source address removed: GID change, recovery at once ------------------
+tr_reset
+mark=$(kmsg_mark)
+t0=$(date +%s%N)
+ip addr del "$(mp_caddr 2)/32" dev "$(mp_cdev 2)"
+wait_for 30 mp_path_down $S 2
+dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+diag "address removed: path 2 down ${dt} ms after 'ip addr del' began"
+tap_check "address of path 2 removed: down through the port event (gid_change traced and logged, reason port_event)" \
+	sh -c "[ $(tr_count rtrs_clt_port_event "path='$P2' event=gid_change port=1 state=RECONNECTING\$") -eq 1 ] &&
+		[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=port_event\$") -eq 1 ] &&
+		dmesg | awk -v m='$mark' 'index(\$0, m) { f = 1 } f' | grep -q 'gid_change on port 1, starting recovery' || { cat $T/trace >&2; false; }"
+ip addr add "$(mp_caddr 2)/32" dev "$(mp_cdev 2)"
+_mp_routes 2
+wait_gid "$(mp_caddr 2)" "rxe_$(mp_cdev 2)"
+tap_check "address back: path 2 reconnects" mp_path_reconnect $S 2 120
+others=$(tr_count rtrs_clt_port_event "path='$P1'")
+tap_check "path 1 saw no event of path 2's device ($others lines)" test "$others" -eq 0
+
+# --- carrier lost on the client port: PORT_ERR, recovery at once ---------------
+tr_reset
+t0=$(date +%s%N)
+mp_path_carrier_off 2
+wait_for 30 mp_path_down $S 2
+dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+diag "carrier lost: path 2 down ${dt} ms after the link went down"
+tap_check "carrier of path 2 lost: down through the port event (port_err traced, reason port_event)" \
+	sh -c "[ $(tr_count rtrs_clt_port_event "path='$P2' event=port_err port=1 state=RECONNECTING\$") -eq 1 ] &&
+		[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=port_event\$") -eq 1 ] || { cat $T/trace >&2; false; }"
+fio_verify "$dev" 4k 8M > /tmp/tr-fio2.out 2>&1; rc=$?
+tap_check "verified IO over path 1 meanwhile (fio rc $rc)" test $rc -eq 0
+
+echo 0 > $T/events/rtrs_clt/enable
+echo > $T/trace
+timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $S"
+unload_modules rnbd_client rtrs_client_rs
+stop_server
+mp_teardown
+tap_done
