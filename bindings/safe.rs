@@ -62,4 +62,10 @@ unsafe extern "C" {
 
     /// `uuid_gen(u)`: writes the 16 bytes of `*u`.
     pub safe fn uuid_gen(u: &mut uuid_t);
+
+    /// Whether trace event `ev` is enabled (bindings/rtrs_trace.c): a
+    /// switch over static-key tests. `ev` reaches C as the `unsigned int`
+    /// bindgen maps the enum to; a value no case names falls through to
+    /// `return false` (a C enum may hold any value of its integer type).
+    pub safe fn rtrs_rs_trace_enabled(ev: rtrs_rs_trace_ev) -> bool;
 }

@@ -12,19 +12,21 @@ cd "$(dirname "$0")/.." || exit 2
 MAX_TOTAL=115
 MAX_OUTSIDE=25
 ffi=(
-	rtrs_clt/verbs.rs   # ib_verbs wrappers, QP ring, completion trampolines
-	rtrs_clt/cm.rs      # rdma_cm id wrapper and its handler trampoline
-	rtrs_clt/sync.rs    # completion, RCU; RcuBox, RcuArray, OnceBox, SlotCell
-	rtrs_clt/misc.rs    # uuid, CPU ids, clock, msleep, random numbers
-	rtrs_clt/percpu.rs  # per-CPU area
-	rtrs_clt/wq.rs      # workqueue and DelayedWork
-	rtrs_clt/kobj.rs    # sysfs objects (bindings/rtrs_sysfs.c)
-	rtrs_clt/abi.rs     # rtrs.h's types and rnbd's callbacks
-	rtrs_clt/addr.rs    # sockaddr_storage
-	rtrs_clt/api.rs     # the exported rtrs_clt_* entry points
-	rtrs_clt/permits.rs # the permit pool rnbd gets pointers into
-	sysfs/mod.rs        # the class
-	sysfs/attrs.rs      # show/store entry points called from C
+	rtrs_clt/verbs.rs      # ib_verbs wrappers, QP ring, completion trampolines
+	rtrs_clt/cm.rs         # rdma_cm id wrapper and its handler trampoline
+	rtrs_clt/dev_event.rs  # a device's ib_event_handler (bindings/rtrs_dev_event.c)
+	rtrs_clt/sync.rs       # completion, RCU; RcuBox, RcuArray, OnceBox, SlotCell
+	rtrs_clt/misc.rs       # uuid, CPU ids, clock, msleep, random numbers
+	rtrs_clt/trace.rs      # trace events (bindings/rtrs_trace.c)
+	rtrs_clt/percpu.rs     # per-CPU area
+	rtrs_clt/wq.rs         # workqueue and DelayedWork
+	rtrs_clt/kobj.rs       # sysfs objects (bindings/rtrs_sysfs.c)
+	rtrs_clt/abi.rs        # rtrs.h's types and rnbd's callbacks
+	rtrs_clt/addr.rs       # sockaddr_storage
+	rtrs_clt/api.rs        # the exported rtrs_clt_* entry points
+	rtrs_clt/permits.rs    # the permit pool rnbd gets pointers into
+	sysfs/mod.rs           # the class
+	sysfs/attrs.rs         # show/store entry points called from C
 )
 declare -A is_ffi
 for f in "${ffi[@]}"; do is_ffi[$f]=1; done
