@@ -44,9 +44,14 @@ int rtrs_rs_inet_pton(const char *src, const char *port,
 	return inet_pton_with_scope(&init_net, AF_UNSPEC, src, port, addr);
 }
 
-struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags)
+struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags,
+				  u32 *local_dma_lkey)
 {
-	return ib_alloc_pd(dev, flags);
+	struct ib_pd *pd = ib_alloc_pd(dev, flags);
+
+	if (!IS_ERR(pd))
+		*local_dma_lkey = pd->local_dma_lkey;
+	return pd;
 }
 
 void rtrs_rs_ib_dealloc_pd(struct ib_pd *pd)

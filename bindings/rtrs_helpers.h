@@ -30,8 +30,13 @@ struct rdma_cm_id *rtrs_rs_rdma_create_id(rdma_cm_event_handler handler,
 int rtrs_rs_inet_pton(const char *src, const char *port,
 		      struct sockaddr_storage *addr);
 
-/* ib_alloc_pd() and ib_alloc_cq() are macros; ib_dealloc_pd() is inline. */
-struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags);
+/*
+ * ib_alloc_pd() and ib_alloc_cq() are macros; ib_dealloc_pd() is inline.
+ * rtrs_rs_ib_alloc_pd() also reports the new PD's local_dma_lkey, which
+ * ib_alloc_pd() sets once (it never changes while the PD lives).
+ */
+struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags,
+				  u32 *local_dma_lkey);
 void rtrs_rs_ib_dealloc_pd(struct ib_pd *pd);
 struct ib_cq *rtrs_rs_ib_alloc_cq(struct ib_device *dev, void *private,
 				  int nr_cqe, int comp_vector,

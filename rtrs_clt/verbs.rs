@@ -204,19 +204,25 @@ pub(crate) unsafe extern "C" fn first_cqe_done<T: CqeFirst>(
 ///
 /// # Invariants
 ///
-/// `pd` came from a successful `ib_alloc_pd` and is deallocated only in `drop`.
+/// `pd` came from a successful `ib_alloc_pd` and is deallocated only in
+/// `drop`; `local_dma_lkey` is its `local_dma_lkey`, which `ib_alloc_pd`
+/// set and nothing changes.
 struct Pd {
     pd: NonNull<bindings::ib_pd>,
+    local_dma_lkey: u32,
 }
 
 impl Pd {
     fn alloc(ib_dev: *mut bindings::ib_device) -> Result<Self> {
+        let mut local_dma_lkey = 0;
         // SAFETY: `ib_dev` is a registered device (the caller holds a cm id
-        // bound to it); flags 0 as in the C client (no unsafe global rkey).
-        let pd = from_err_ptr(unsafe { bindings::rtrs_rs_ib_alloc_pd(ib_dev, 0) })?;
+        // bound to it); flags 0 as in the C client (no unsafe global rkey);
+        // `local_dma_lkey` is writable.
+        let pd =
+            from_err_ptr(unsafe { bindings::rtrs_rs_ib_alloc_pd(ib_dev, 0, &mut local_dma_lkey) })?;
         let pd = NonNull::new(pd).ok_or(ENOMEM)?;
-        // INVARIANT: just allocated.
-        Ok(Self { pd })
+        // INVARIANT: just allocated; the helper copied its lkey.
+        Ok(Self { pd, local_dma_lkey })
     }
 }
 
@@ -304,6 +310,7 @@ impl DevPool {
                     pool: self.clone(),
                     ib_dev: e.ib_dev,
                     pd: e.pd.pd,
+                    local_dma_lkey: e.pd.local_dma_lkey,
                     info: e.info,
                 });
             }
@@ -319,6 +326,7 @@ impl DevPool {
         }
         let pd = Pd::alloc(ib_dev)?;
         let pd_ptr = pd.pd;
+        let local_dma_lkey = pd.local_dma_lkey;
         let entry = IbDev {
             ib_dev,
             node_guid,
@@ -334,6 +342,7 @@ impl DevPool {
             pool: self.clone(),
             ib_dev,
             pd: pd_ptr,
+            local_dma_lkey,
             info,
         })
     }
@@ -345,11 +354,12 @@ impl DevPool {
 /// # Invariants
 ///
 /// The pool holds an entry for `ib_dev` whose `users` counts this reference,
-/// and `pd` is that entry's PD.
+/// and `pd` and `local_dma_lkey` are that entry's PD and its lkey.
 pub(crate) struct DevRef {
     pool: Arc<DevPool>,
     ib_dev: *mut bindings::ib_device,
     pd: NonNull<bindings::ib_pd>,
+    local_dma_lkey: u32,
     info: DevInfo,
 }
 
@@ -370,10 +380,10 @@ impl DevRef {
         self.pd.as_ptr()
     }
 
-    /// The PD's local DMA lkey, for SGEs over IU buffers.
+    /// The PD's local DMA lkey, for SGEs over IU buffers (copied when the
+    /// PD was allocated: it does not change).
     pub(crate) fn local_dma_lkey(&self) -> u32 {
-        // SAFETY: By the type invariant the PD is live.
-        unsafe { (*self.pd.as_ptr()).local_dma_lkey }
+        self.local_dma_lkey
     }
 
     /// Device attributes (`ib_dev->attrs`).
@@ -402,6 +412,7 @@ impl DevRef {
             pool: self.pool.clone(),
             ib_dev: self.ib_dev,
             pd: self.pd,
+            local_dma_lkey: self.local_dma_lkey,
             info: self.info,
         })
     }
