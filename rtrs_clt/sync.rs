@@ -9,6 +9,7 @@
 
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -551,7 +552,8 @@ impl<T: Send + Sync> OnceBox<T> {
 ///
 /// # Invariants
 ///
-/// `p` is null or comes from `KBox::into_raw` and is owned by this value.
+/// `p` is null or is the pointer of a `KBox` whose ownership this value
+/// took (`KBox::into_raw`, or the box's pointer with the box never dropped).
 struct OwnedPtr<T> {
     p: AtomicPtr<T>,
     _own: PhantomData<KBox<T>>,
@@ -579,16 +581,21 @@ impl<T> OwnedPtr<T> {
 
     /// Stores `v` if nothing is stored; else gives it back.
     fn set_if_null(&self, v: KBox<T>) -> core::result::Result<(), KBox<T>> {
-        let p = KBox::into_raw(v);
+        // Not dropped here: stored, the box is owned through its pointer;
+        // refused, it is handed back whole, never rebuilt from a pointer.
+        let mut v = ManuallyDrop::new(v);
+        // What `KBox::into_raw` would return.
+        let p: *mut T = &mut **v;
         match self.p.compare_exchange(
             core::ptr::null_mut(),
             p,
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
+            // INVARIANT: `p` is the box's, and the box is never dropped
+            // (`ManuallyDrop`): `self` owns it now.
             Ok(_) => Ok(()),
-            // SAFETY: `p` came from `into_raw` just above and was not stored.
-            Err(_) => Err(unsafe { KBox::from_raw(p) }),
+            Err(_) => Err(ManuallyDrop::into_inner(v)),
         }
     }
 }
