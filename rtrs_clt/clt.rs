@@ -753,7 +753,7 @@ impl Con {
             let n = usize::try_from(cq_num).map_err(|_| EINVAL)?;
             RingIus::alloc(dev, n, RtrsMsgRkeyRsp::SIZE)?
         } else {
-            RingIus::none()
+            RingIus::none()?
         };
         let cq = if self.cid >= self.path().irq_con_num {
             Cq::alloc(
@@ -940,17 +940,18 @@ impl Con {
                     }
                     t => pr_warn_rl!("{}: Unknown IMM type {}\n", self.sess(), t),
                 }
-                // One receive for this IMM, one more for the SEND_WITH_INV
-                // that came before a W_INV response.
+                // As C: empty receives in place of what completed, whether
+                // it came into a buffer or not (a buffer is not posted
+                // again here): one for this IMM, and for a W_INV response
+                // one more for the SEND_WITH_INV that came before it
+                // (rtrs_post_recv_empty_x2).
+                drop(iu);
                 let n = if w_inval { 2 } else { 1 };
                 for _ in 0..n {
-                    let res = match iu {
-                        Some(iu) => iu.post_recv(self.lkey()),
-                        None => self.post_recv_empty(),
-                    };
-                    match res {
+                    match self.post_recv_empty() {
                         Ok(()) => {}
-                        // Teardown took the QP: it drains the rest.
+                        // Teardown took the QP or drains it: nothing more
+                        // is posted on it.
                         Err(e) if e == econnaborted() => return,
                         Err(e) => {
                             pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
@@ -984,9 +985,14 @@ impl Con {
             self.error_recovery();
             return;
         };
-        if let Err(e) = iu.post_recv(self.lkey()) {
-            pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
-            self.error_recovery();
+        match iu.post_recv(self.lkey()) {
+            Ok(()) => {}
+            // The QP is being drained (teardown): nothing more is posted.
+            Err(e) if e == econnaborted() => {}
+            Err(e) => {
+                pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
+                self.error_recovery();
+            }
         }
     }
 
@@ -1067,14 +1073,15 @@ impl Con {
         }
     }
 
-    /// `rtrs_post_recv_empty`: a receive without buffer on `io_comp_cqe`.
+    /// `rtrs_post_recv_empty`: a receive without buffer on `io_comp_cqe`;
+    /// ECONNABORTED once the QP is unpublished or being drained.
     fn post_recv_empty(&self) -> Result {
         let g = RcuGuard::new();
         self.qp(&g).ok_or(econnaborted())?.post_recv(None)
     }
 
     /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`; ECONNABORTED
-    /// once the QP is unpublished.
+    /// once the QP is unpublished or being drained.
     pub(crate) fn post_imm_empty(&self, imm_val: u32) -> Result {
         let flags = self.next_send_flags();
         let g = RcuGuard::new();
@@ -1221,8 +1228,8 @@ pub(crate) struct RdmaDone;
 
 impl RingDone for RdmaDone {
     type Ctx = Con;
-    fn done(con: &Con, iu: RingIu<'_, Self>, wc: &bindings::ib_wc) {
-        con.rdma_done(wc, Some(iu));
+    fn done(con: &Con, iu: Option<RingIu<'_, Self>>, wc: &bindings::ib_wc) {
+        con.rdma_done(wc, iu);
     }
 }
 
@@ -1231,6 +1238,7 @@ pub(crate) struct InfoReqDone;
 
 impl IuDone for InfoReqDone {
     type Ctx = Con;
+    type State = ();
     fn done(con: &Con, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             let msg = wc_status_msg(wc.status);
@@ -1247,6 +1255,7 @@ pub(crate) struct InfoRspDone;
 
 impl IuDone for InfoRspDone {
     type Ctx = Con;
+    type State = ();
     fn done(con: &Con, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
         let path = con.path();
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {

@@ -349,10 +349,12 @@ impl PathConns {
         {
             let g = RcuGuard::new();
             let qp = con0.qp(&g).ok_or(EINVAL)?.qp();
-            // SAFETY: `ius` stays in `self.info_ius` until after the drain in `close`.
+            // SAFETY: `ius` stays in `self.info_ius` until after the drain in
+            // `teardown`; `rx` is read only once its completion has reported
+            // INFO_RSP_OK.
             unsafe { qp.post_recv(&ius.rx, lkey) }
                 .inspect_err(|e| pr_err!("{}: rtrs_iu_post_recv(), err: {:?}\n", sess, e))?;
-            // SAFETY: As above.
+            // SAFETY: As above; `tx` is not written after `fill_for_device`.
             unsafe { qp.post_send(&ius.tx, RtrsMsgInfoReq::SIZE, lkey) }
                 .inspect_err(|e| pr_err!("{}: rtrs_iu_post_send(), err: {:?}\n", sess, e))?;
         }

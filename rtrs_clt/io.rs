@@ -62,6 +62,7 @@ pub(crate) struct ReqDone<C>(PhantomData<C>);
 
 impl<C: IoCon> IuDone for ReqDone<C> {
     type Ctx = C;
+    type State = ();
     fn done(con: &C, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
         con.req_iu_done(wc);
     }

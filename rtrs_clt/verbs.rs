@@ -5,7 +5,11 @@
 //! and the work requests posted on a QP.
 //!
 //! Each wrapper releases its object in `Drop`. A QP is drained before it is
-//! destroyed, and [`QpRing`] holds a connection's QP with its CQ and its
+//! destroyed; every post goes through its `PostGate`, which refuses posts
+//! once a drain has begun, so a drained QP stays drained. A ring buffer is
+//! posted at most once at a time (its `held` flag), and only a successful
+//! receive hands it back to its handler, as a [`RingIu`] that a repost
+//! consumes. [`QpRing`] holds a connection's QP with its CQ and its
 //! receive buffers in the order that keeps everything posted alive until
 //! the drain (QP, then buffers, then CQ). The order between a QP ring, its
 //! cm id and its device (ring before cm id, device reference last) is kept
@@ -14,7 +18,7 @@
 use core::marker::PhantomData;
 use core::pin::Pin;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::c_int;
@@ -24,6 +28,7 @@ use kernel::sync::{Arc, Mutex};
 use kernel::types::Opaque;
 
 use crate::bindings;
+use crate::error::econnaborted;
 
 /// `ib_client.add`: called for every RDMA device, present and future.
 ///
@@ -185,9 +190,11 @@ pub(crate) unsafe extern "C" fn first_cqe_done<T: CqeFirst>(
     _cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
 ) {
-    // SAFETY: The CQ core passes a valid work completion; by the `CqeFirst`
-    // contract `wr_cqe` points to the first field of a live `T`, posted on
-    // a QP whose `qp_context` is a live `T::Ctx`.
+    // SAFETY: The CQ core passes a valid work completion, with `qp` set to
+    // the QP the request was posted on (for every completion, flushed ones
+    // too: rtrs-clt.c's handlers read `wc->qp->qp_context` the same way);
+    // by the `CqeFirst` contract `wr_cqe` points to the first field of a
+    // live `T`, posted on a QP whose `qp_context` is a live `T::Ctx`.
     let (wc, this, ctx) = unsafe {
         let wc = &*wc;
         let this = &*wc.__bindgen_anon_1.wr_cqe.cast::<T>();
@@ -720,6 +727,10 @@ impl Drop for Mr {
 pub(crate) trait IuDone {
     /// The QP context type (`qp_context`).
     type Ctx: Sync;
+    /// What each IU keeps for its handler (`()` but for a [`QpRing`]'s
+    /// receive buffers, which keep their ring's [`PostGate`] and whether
+    /// they are posted).
+    type State: Send + Sync;
     /// Handles the work completion of `iu`.
     fn done(ctx: &Self::Ctx, iu: &Iu<Self>, wc: &bindings::ib_wc)
     where
@@ -742,6 +753,7 @@ pub(crate) struct Iu<D: IuDone> {
     size: usize,
     dir: bindings::dma_data_direction,
     dev: *mut bindings::ib_device,
+    state: D::State,
     _done: PhantomData<fn(&D)>,
 }
 
@@ -766,6 +778,19 @@ impl<D: IuDone> Iu<D> {
         dev: &DevRef,
         size: usize,
         dir: bindings::dma_data_direction,
+    ) -> Result<Pin<KBox<Self>>>
+    where
+        D::State: Default,
+    {
+        Self::alloc_with(dev, size, dir, D::State::default())
+    }
+
+    /// [`Iu::alloc`] with the handler's `state`.
+    fn alloc_with(
+        dev: &DevRef,
+        size: usize,
+        dir: bindings::dma_data_direction,
+        state: D::State,
     ) -> Result<Pin<KBox<Self>>> {
         let mut buf = KVec::from_elem(0u8, size, GFP_KERNEL)?;
         let mut dma_addr = 0u64;
@@ -790,24 +815,11 @@ impl<D: IuDone> Iu<D> {
             size,
             dir,
             dev: dev.ib_dev(),
+            state,
             _done: PhantomData,
         };
         // INVARIANT: mapped just above; `done` set to the trampoline of `D`.
         Ok(KBox::pin(iu, GFP_KERNEL)?)
-    }
-
-    /// `rtrs_iu_alloc(n, ...)`: `n` IUs of `size` bytes each.
-    pub(crate) fn alloc_n(
-        dev: &DevRef,
-        n: usize,
-        size: usize,
-        dir: bindings::dma_data_direction,
-    ) -> Result<KVec<Pin<KBox<Self>>>> {
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        for _ in 0..n {
-            v.push(Self::alloc(dev, size, dir)?, GFP_KERNEL)?;
-        }
-        Ok(v)
     }
 
     /// The buffer, for the CPU, after a receive completed into it
@@ -841,14 +853,14 @@ impl<D: IuDone> Iu<D> {
         self.cqe.get()
     }
 
-    /// A receive into the whole buffer.
-    fn recv_wr(&self, qp: NonNull<bindings::ib_qp>, lkey: u32) -> Result<RecvWr> {
+    /// A receive into the whole buffer, to be posted through `gate`.
+    fn recv_wr<'g>(&self, gate: &'g PostGate, lkey: u32) -> Result<RecvWr<'g>> {
         let len = u32::try_from(self.size).map_err(|_| EINVAL)?;
         if len == 0 {
             return Err(EINVAL);
         }
         Ok(RecvWr {
-            qp,
+            gate,
             cqe: NonNull::new(self.cqe_ptr()).ok_or(EINVAL)?,
             addr: self.dma_addr,
             len,
@@ -906,24 +918,88 @@ impl<D: IuDone> Drop for Iu<D> {
 // Work requests
 // ---------------------------------------------------------------------------
 
+/// Who may post on a QP, shared by the QP and its ring's receive buffers:
+/// the QP, and a gate that is open from the QP's creation until its drain
+/// begins. Every post goes through [`PostGate::post`], so nothing is posted
+/// once a drain has started, and a drain waits for the posts that passed
+/// the gate before it closed: everything posted is flushed by the drain.
+///
+/// # Invariants
+///
+/// `qp` is null until `QpRing::create` stores the QP it created; that QP
+/// is destroyed only after `close` has returned. The low bits of `state`
+/// count the posts in progress (each between its `fetch_add` and its
+/// `fetch_sub` in `post`); `GATE_CLOSED` is set by the first `close` and
+/// never cleared.
+struct PostGate {
+    qp: AtomicPtr<bindings::ib_qp>,
+    state: AtomicU32,
+}
+
+/// `PostGate::state`'s closed bit; the bits below it count posts.
+const GATE_CLOSED: u32 = 1 << 31;
+
+impl PostGate {
+    /// An open gate without a QP yet.
+    fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                qp: AtomicPtr::new(core::ptr::null_mut()),
+                state: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Runs `post` with the QP while the gate is open; ECONNABORTED once a
+    /// drain has begun (as once teardown took the QP), EINVAL before the QP
+    /// exists. Any context.
+    fn post(&self, post: impl FnOnce(NonNull<bindings::ib_qp>) -> Result) -> Result {
+        // Counted before looking: a `close` after this waits for the
+        // `fetch_sub` below (both are read-modify-writes of `state`).
+        let prev = self.state.fetch_add(1, Ordering::Acquire);
+        let res = if prev & GATE_CLOSED != 0 {
+            Err(econnaborted())
+        } else {
+            NonNull::new(self.qp.load(Ordering::Acquire))
+                .ok_or(EINVAL)
+                .and_then(post)
+        };
+        self.state.fetch_sub(1, Ordering::Release);
+        res
+    }
+
+    /// Closes the gate and waits until no post is in progress: every
+    /// request posted on the QP is on it when this returns. Process context.
+    fn close(&self) {
+        self.state.fetch_or(GATE_CLOSED, Ordering::AcqRel);
+        // Posts do not sleep: this hardly ever waits (teardown unpublished
+        // the QP a grace period ago; only ring reposts can still run).
+        while self.state.load(Ordering::Acquire) != GATE_CLOSED {
+            bindings::rtrs_rs_msleep(1);
+        }
+    }
+}
+
 /// One receive ready to be posted: `len` bytes at `addr` (no SGE if `len`
 /// is 0), completing on `cqe`.
 ///
 /// # Invariants
 ///
-/// `qp` is a live QP; `cqe`, whose `done` expects that QP's `qp_context`,
-/// and the buffer (mapped for the device) stay valid until the receive
-/// completes or the QP is drained.
-struct RecvWr {
-    qp: NonNull<bindings::ib_qp>,
+/// `cqe`, whose `done` expects the `qp_context` of `gate`'s QP, and the
+/// buffer (mapped for the device, and not read by the CPU until the
+/// receive completes) stay valid until the receive completes or the QP is
+/// drained.
+struct RecvWr<'g> {
+    gate: &'g PostGate,
     cqe: NonNull<bindings::ib_cqe>,
     addr: u64,
     len: u32,
     lkey: u32,
 }
 
-impl RecvWr {
-    /// `ib_post_recv`.
+impl RecvWr<'_> {
+    /// `ib_post_recv`, through the gate.
     fn post(self) -> Result {
         let mut sge = bindings::ib_sge {
             addr: self.addr,
@@ -942,11 +1018,14 @@ impl RecvWr {
             },
             num_sge: i32::from(self.len != 0),
         };
-        // SAFETY: By the type invariant the QP is live and what the request
-        // names outlives it; `wr` and `sge` live across the call, and the
-        // core copies them.
-        to_result(unsafe {
-            bindings::rtrs_rs_ib_post_recv(self.qp.as_ptr(), &wr, core::ptr::null_mut())
+        self.gate.post(|qp| {
+            // SAFETY: The gate is open, so `qp` is live until this returns
+            // (`PostGate`); what the request names outlives it (type
+            // invariant); `wr` and `sge` live across the call, and the core
+            // copies them.
+            to_result(unsafe {
+                bindings::rtrs_rs_ib_post_recv(qp.as_ptr(), &wr, core::ptr::null_mut())
+            })
         })
     }
 }
@@ -955,22 +1034,26 @@ impl RecvWr {
 ///
 /// # Invariants
 ///
-/// `qp` is a live QP; `wr` points to a valid chain until `post` returns
-/// (for RDMA opcodes, the `wr` members of `ib_rdma_wr`s, for REG_MR of an
-/// `ib_reg_wr`); every buffer and cqe it names (each cqe's `done` expects
-/// the QP's `qp_context`) stays valid until the request completes or the
-/// QP is drained.
-struct SendWr {
-    qp: NonNull<bindings::ib_qp>,
+/// `wr` points to a valid chain until `post` returns (for RDMA opcodes,
+/// the `wr` members of `ib_rdma_wr`s, for REG_MR of an `ib_reg_wr`); every
+/// buffer and cqe it names (each cqe's `done` expects the `qp_context` of
+/// `gate`'s QP) stays valid until the request completes or the QP is
+/// drained.
+struct SendWr<'g> {
+    gate: &'g PostGate,
     wr: *const bindings::ib_send_wr,
 }
 
-impl SendWr {
-    /// `ib_post_send`.
+impl SendWr<'_> {
+    /// `ib_post_send`, through the gate.
     fn post(self) -> Result {
-        // SAFETY: By the type invariant; the core copies the chain.
-        to_result(unsafe {
-            bindings::rtrs_rs_ib_post_send(self.qp.as_ptr(), self.wr, core::ptr::null_mut())
+        self.gate.post(|qp| {
+            // SAFETY: The gate is open, so `qp` is live until this returns
+            // (`PostGate`); the chain by the type invariant; the core copies
+            // it.
+            to_result(unsafe {
+                bindings::rtrs_rs_ib_post_send(qp.as_ptr(), self.wr, core::ptr::null_mut())
+            })
         })
     }
 }
@@ -1002,17 +1085,20 @@ unsafe extern "C" fn qp_event_handler<C: QpOwner>(
 }
 
 /// An RC QP created on a cm id with `rdma_create_qp` (by [`QpRing::create`],
-/// the only place one is made), drained and destroyed on drop (`ib_drain_qp`
-/// unless done already, then `rdma_destroy_qp`).
+/// the only place one is made), drained and destroyed on drop.
+///
+/// Every post goes through its [`PostGate`]: once a drain has begun nothing
+/// more is posted, so a drained QP stays drained.
 ///
 /// # Invariants
 ///
-/// `qp` is `cm_id->qp`, live until `drop`; `cm_id`, the CQ and the `C` given
-/// to `QpRing::create` outlive this value; `qp_context` is that `C`. The QP
-/// is drained before it is destroyed, so every request posted on it has
-/// completed (or was flushed) by then.
+/// `gate`'s QP is `cm_id->qp`, live until `drop`; `cm_id`, the CQ and the
+/// `C` given to `QpRing::create` outlive this value; `qp_context` is that
+/// `C`. `drained` is set only after an `ib_drain_qp` that began with the
+/// gate closed. The QP is drained before it is destroyed, so every request
+/// posted on it has completed (or was flushed) by then.
 pub(crate) struct Qp<C: QpOwner> {
-    qp: NonNull<bindings::ib_qp>,
+    gate: Arc<PostGate>,
     cm_id: NonNull<bindings::rdma_cm_id>,
     drained: AtomicBool,
     _owner: PhantomData<*const C>,
@@ -1041,7 +1127,8 @@ impl<C: QpOwner> Qp<C> {
         to_result(unsafe { bindings::rdma_notify(self.cm_id.as_ptr(), event) })
     }
 
-    /// Posts a chain of send work requests.
+    /// Posts a chain of send work requests; ECONNABORTED once the QP is
+    /// being drained.
     ///
     /// # Safety
     ///
@@ -1049,26 +1136,39 @@ impl<C: QpOwner> Qp<C> {
     /// cqes the requests name stay alive until they complete or the QP is
     /// drained, and each cqe's `done` expects a `C` as `qp_context`.
     pub(crate) unsafe fn post_send_wr(&self, wr: *const bindings::ib_send_wr) -> Result {
-        // INVARIANT: The QP is live (type invariant); the rest is the
-        // caller's guarantee.
-        SendWr { qp: self.qp, wr }.post()
+        // INVARIANT: The caller's guarantee.
+        SendWr {
+            gate: &self.gate,
+            wr,
+        }
+        .post()
     }
 
-    /// `ib_drain_qp`: moves the QP to error and waits until every posted
-    /// request has completed (flushed). Process context.
-    pub(crate) fn drain(&self) {
-        // SAFETY: By the type invariant the QP is live; its CQ outlives it.
-        unsafe { bindings::ib_drain_qp(self.qp.as_ptr()) };
+    /// `ib_drain_qp`: closes the gate, then moves the QP to error and waits
+    /// until every posted request has completed (flushed), unless a drain
+    /// did so already. Process context.
+    fn drain(&self) {
+        self.gate.close();
+        // A finished drain began with the gate closed: nothing was posted
+        // since, so there is nothing left to flush.
+        if self.drained.load(Ordering::Acquire) {
+            return;
+        }
+        let qp = self.gate.qp.load(Ordering::Acquire);
+        // SAFETY: By the type invariant the QP is live (not destroyed
+        // before drop) and its CQ outlives it.
+        unsafe { bindings::ib_drain_qp(qp) };
+        // INVARIANT: the gate was closed before this drain began.
         self.drained.store(true, Ordering::Release);
     }
 
     /// `rtrs_post_recv_empty`: a receive without buffer whose completion
-    /// goes to `H`.
+    /// goes to `H`; ECONNABORTED once the QP is being drained.
     pub(crate) fn post_recv_empty<H: CqeHandler<Ctx = C>>(&self) -> Result {
-        // INVARIANT: The QP is live (type invariant); no buffer, and the cqe
-        // is a constant whose handler expects a `C`.
+        // INVARIANT: No buffer, and the cqe is a constant whose handler
+        // expects a `C`.
         RecvWr {
-            qp: self.qp,
+            gate: &self.gate,
             cqe: NonNull::new(static_cqe::<H>()).ok_or(EINVAL)?,
             addr: 0,
             len: 0,
@@ -1079,7 +1179,7 @@ impl<C: QpOwner> Qp<C> {
 
     /// `rtrs_post_rdma_write_imm_empty`: an RDMA_WRITE_WITH_IMM without
     /// data carrying `imm`, whose completion (if `flags` signal it) goes to
-    /// `H`.
+    /// `H`; ECONNABORTED once the QP is being drained.
     pub(crate) fn post_imm_empty<H: CqeHandler<Ctx = C>>(&self, imm: u32, flags: c_int) -> Result {
         let wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {
@@ -1095,33 +1195,38 @@ impl<C: QpOwner> Qp<C> {
             },
             ..Default::default()
         };
-        // INVARIANT: The QP is live (type invariant); `wr` is one RDMA
-        // request in an `ib_rdma_wr`, live across the call, without SGE,
-        // and its cqe is a constant whose handler expects a `C`.
+        // INVARIANT: `wr` is one RDMA request in an `ib_rdma_wr`, live
+        // across the call, without SGE, and its cqe is a constant whose
+        // handler expects a `C`.
         SendWr {
-            qp: self.qp,
+            gate: &self.gate,
             wr: core::ptr::addr_of!(wr).cast(),
         }
         .post()
     }
 
-    /// `rtrs_iu_post_recv`: posts a receive into the whole of `iu`.
+    /// `rtrs_iu_post_recv`: posts a receive into the whole of `iu`;
+    /// ECONNABORTED once the QP is being drained.
     ///
     /// # Safety
     ///
-    /// `iu` must stay alive until the receive completes or the QP is drained.
+    /// `iu` must stay alive until the receive completes or the QP is
+    /// drained, and its buffer must not be read (`data_for_cpu`) before
+    /// the receive has completed.
     pub(crate) unsafe fn post_recv<D: IuDone<Ctx = C>>(&self, iu: &Iu<D>, lkey: u32) -> Result {
-        // INVARIANT: The QP is live (type invariant); the caller keeps `iu`
-        // alive; its `cqe.done` matches `D`, whose context type is this
-        // QP's owner type.
-        iu.recv_wr(self.qp, lkey)?.post()
+        // INVARIANT: The caller keeps `iu` alive and unread; its
+        // `cqe.done` matches `D`, whose context type is this QP's owner
+        // type.
+        iu.recv_wr(&self.gate, lkey)?.post()
     }
 
-    /// `rtrs_iu_post_send`: a signaled SEND of the first `len` bytes of `iu`.
+    /// `rtrs_iu_post_send`: a signaled SEND of the first `len` bytes of
+    /// `iu`; ECONNABORTED once the QP is being drained.
     ///
     /// # Safety
     ///
-    /// `iu` must stay alive until the send completes or the QP is drained.
+    /// `iu` must stay alive, and its buffer unwritten, until the send
+    /// completes or the QP is drained.
     pub(crate) unsafe fn post_send<D: IuDone<Ctx = C>>(
         &self,
         iu: &Iu<D>,
@@ -1146,11 +1251,10 @@ impl<C: QpOwner> Qp<C> {
             send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int,
             ..Default::default()
         };
-        // INVARIANT: The QP is live; `wr` and `sge` live across the call;
-        // the caller keeps `iu` (buffer and cqe, whose `done` expects a `C`)
-        // alive.
+        // INVARIANT: `wr` and `sge` live across the call; the caller keeps
+        // `iu` (buffer and cqe, whose `done` expects a `C`) alive.
         SendWr {
-            qp: self.qp,
+            gate: &self.gate,
             wr: &wr,
         }
         .post()
@@ -1159,9 +1263,9 @@ impl<C: QpOwner> Qp<C> {
 
 impl<C: QpOwner> Drop for Qp<C> {
     fn drop(&mut self) {
-        if !self.drained.load(Ordering::Acquire) {
-            self.drain();
-        }
+        // Always: a drain that already ran leaves nothing to flush, and
+        // after this nothing can be posted.
+        self.drain();
         // SAFETY: By the type invariant the cm id outlives the QP and this is
         // the QP's only destroy; it is drained.
         unsafe { bindings::rdma_destroy_qp(self.cm_id.as_ptr()) };
@@ -1180,79 +1284,134 @@ impl<C: QpOwner> Drop for Qp<C> {
 pub(crate) trait RingDone: Sized + 'static {
     /// The QP context type (`qp_context`).
     type Ctx: Sync;
-    /// Handles the work completion of `iu`.
-    fn done(ctx: &Self::Ctx, iu: RingIu<'_, Self>, wc: &bindings::ib_wc);
+    /// Handles the work completion `wc` of a receive into a ring buffer:
+    /// `iu` is the buffer if the receive succeeded (`IB_WC_SUCCESS`), and
+    /// `None` for a flushed or failed one (`wc.status` says which).
+    fn done(ctx: &Self::Ctx, iu: Option<RingIu<'_, Self>>, wc: &bindings::ib_wc);
 }
 
 /// The `IuDone` of a ring buffer: its completion hands `D` a [`RingIu`].
 struct Ring<D>(PhantomData<D>);
 
+/// A ring buffer's own state.
+///
+/// # Invariants
+///
+/// `held` is set while the buffer is posted or a [`RingIu`] holds it,
+/// and clear otherwise: it is set only by a `compare_exchange` from clear
+/// (`QpRing::post_ring_recv`), and cleared by the completion of a failed
+/// or flushed receive, or by the `RingIu` that held it unless it posted it.
+struct RingState {
+    /// The gate of the ring's QP, the only QP the buffer is posted on.
+    gate: Arc<PostGate>,
+    held: AtomicBool,
+}
+
 impl<D: RingDone> IuDone for Ring<D> {
     type Ctx = D::Ctx;
+    type State = RingState;
     fn done(ctx: &D::Ctx, iu: &Iu<Self>, wc: &bindings::ib_wc) {
-        let Some(qp) = NonNull::new(wc.qp) else {
-            return;
+        let iu = if wc.status == bindings::ib_wc_status_IB_WC_SUCCESS {
+            // INVARIANT: The receive posted into `iu` (once: `held`) has
+            // completed: the buffer passes from the device to this value,
+            // with `held` still set.
+            Some(RingIu { iu })
+        } else {
+            // Flushed or failed: the device is done with the buffer, and
+            // it is not posted again from here.
+            iu.state.held.store(false, Ordering::Release);
+            None
         };
-        // INVARIANT: Ring buffers are posted only on their ring's QP (see
-        // `QpRing`), and `wc.qp` is the QP this receive was posted on.
-        D::done(ctx, RingIu { iu, qp }, wc);
+        D::done(ctx, iu, wc);
     }
 }
 
-/// The receive buffers of a [`QpRing`], allocated before it.
-pub(crate) struct RingIus<D: RingDone>(KVec<Pin<KBox<Iu<Ring<D>>>>>);
+/// The receive buffers of a [`QpRing`], allocated before it, with the
+/// gate its QP will post through.
+pub(crate) struct RingIus<D: RingDone> {
+    gate: Arc<PostGate>,
+    ius: KVec<Pin<KBox<Iu<Ring<D>>>>>,
+}
 
 impl<D: RingDone> RingIus<D> {
     /// None (a ring that receives without buffers).
-    pub(crate) fn none() -> Self {
-        Self(KVec::new())
+    pub(crate) fn none() -> Result<Self> {
+        Ok(Self {
+            gate: PostGate::new()?,
+            ius: KVec::new(),
+        })
     }
 
     /// `rtrs_iu_alloc(n, size, DMA_FROM_DEVICE)`.
     pub(crate) fn alloc(dev: &DevRef, n: usize, size: usize) -> Result<Self> {
-        Ok(Self(Iu::alloc_n(
-            dev,
-            n,
-            size,
-            bindings::dma_data_direction_DMA_FROM_DEVICE,
-        )?))
+        let gate = PostGate::new()?;
+        let mut ius = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            let state = RingState {
+                gate: gate.clone(),
+                held: AtomicBool::new(false),
+            };
+            let iu = Iu::alloc_with(
+                dev,
+                size,
+                bindings::dma_data_direction_DMA_FROM_DEVICE,
+                state,
+            )?;
+            ius.push(iu, GFP_KERNEL)?;
+        }
+        Ok(Self { gate, ius })
     }
 }
 
-/// A buffer of a [`QpRing`], as its ring or its completion sees it.
+/// A buffer of a [`QpRing`] that a receive completed into, handed to
+/// [`RingDone::done`]: the buffer is this value's (the device does not
+/// write it) until it is posted again ([`RingIu::post_recv`], which
+/// consumes it) or dropped (then it stays unposted).
 ///
 /// # Invariants
 ///
-/// `iu` is a buffer of the `QpRing` whose QP is `qp`: both live until that
-/// QP is drained, and the buffer's cqe expects its `qp_context`.
+/// `iu` is a buffer of a `QpRing` with `held` set, and this value is the
+/// only holder of it (see `RingState`): it is not posted.
 pub(crate) struct RingIu<'a, D: RingDone> {
     iu: &'a Iu<Ring<D>>,
-    qp: NonNull<bindings::ib_qp>,
 }
 
-impl<D: RingDone> Clone for RingIu<'_, D> {
-    fn clone(&self) -> Self {
-        *self
+impl<D: RingDone> RingIu<'_, D> {
+    /// `rtrs_iu_post_recv`: a receive into the whole buffer, on its ring's
+    /// QP; ECONNABORTED once that QP is being drained.
+    pub(crate) fn post_recv(self, lkey: u32) -> Result {
+        let iu = self.iu;
+        // `held` goes with the posted receive; it is cleared below if
+        // nothing was posted.
+        core::mem::forget(self);
+        // INVARIANT: The buffer is not posted (`RingIu`'s invariant: it is
+        // posted once), it lives until its ring's QP is drained (field
+        // order of `QpRing`), nothing reads it until the receive completes
+        // (`self` is consumed: no `data_for_cpu` borrow is left), and its
+        // cqe expects the `qp_context` of that QP, whose gate this is.
+        let res = iu.recv_wr(&iu.state.gate, lkey).and_then(RecvWr::post);
+        if res.is_err() {
+            iu.state.held.store(false, Ordering::Release);
+        }
+        res
     }
-}
 
-impl<D: RingDone> Copy for RingIu<'_, D> {}
-
-impl<'a, D: RingDone> RingIu<'a, D> {
-    /// `rtrs_iu_post_recv`: a receive into the whole buffer, on its QP.
-    pub(crate) fn post_recv(&self, lkey: u32) -> Result {
-        // INVARIANT: By the type invariant of `RingIu`.
-        self.iu.recv_wr(self.qp, lkey)?.post()
-    }
-
-    /// The buffer, for the CPU (see [`Iu::data_for_cpu`]).
-    pub(crate) fn data_for_cpu(&self) -> &'a [u8] {
+    /// The buffer, for the CPU (see [`Iu::data_for_cpu`]), borrowed from
+    /// this value: it cannot outlive a repost.
+    pub(crate) fn data_for_cpu(&self) -> &[u8] {
         self.iu.data_for_cpu()
     }
 
     /// The buffer back to the device (see [`Iu::sync_for_device`]).
     pub(crate) fn sync_for_device(&self) {
         self.iu.sync_for_device();
+    }
+}
+
+impl<D: RingDone> Drop for RingIu<'_, D> {
+    /// Not posted again: the buffer stays out of the receive queue.
+    fn drop(&mut self) {
+        self.iu.state.held.store(false, Ordering::Release);
     }
 }
 
@@ -1263,7 +1422,7 @@ impl<'a, D: RingDone> RingIu<'a, D> {
 ///
 /// # Invariants
 ///
-/// The IUs of `ring` are posted only on `qp` (through [`RingIu`]).
+/// The IUs of `ring` carry `qp`'s gate, and are posted only through it.
 pub(crate) struct QpRing<C: QpOwner, D: RingDone<Ctx = C>> {
     qp: Qp<C>,
     ring: KVec<Pin<KBox<Iu<Ring<D>>>>>,
@@ -1310,17 +1469,21 @@ impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
         // `attr` is valid for the call.
         let qp =
             from_err_ptr(unsafe { bindings::rtrs_rs_rdma_create_qp(cm_id, dev.pd(), &mut attr) })?;
+        // No fallible step from here on: the QP is owned by the `Qp` below
+        // (the helper returns `id->qp`, never NULL, or an ERR_PTR).
+        ring.gate.qp.store(qp, Ordering::Release);
         // INVARIANT: created just above with `owner` as its context; the
         // caller guarantees the cm id and the owner, and `cq` is dropped
-        // after the QP (field order). The ring is new: nothing posted yet.
+        // after the QP (field order). The ring is new: nothing posted yet,
+        // and its buffers carry this gate.
         Ok(Self {
             qp: Qp {
-                qp: NonNull::new(qp).ok_or(EINVAL)?,
+                gate: ring.gate,
                 cm_id: cm,
                 drained: AtomicBool::new(false),
                 _owner: PhantomData,
             },
-            ring: ring.0,
+            ring: ring.ius,
             cq,
             lkey,
         })
@@ -1336,16 +1499,22 @@ impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
         &self.cq
     }
 
-    /// `ib_drain_qp`: every request posted is flushed when it returns.
-    /// Process context.
+    /// `ib_drain_qp`: every request posted is flushed when it returns, and
+    /// nothing can be posted on the QP any more. Process context.
     pub(crate) fn drain(&self) {
         self.qp.drain();
     }
 
-    /// A receive into buffer `i` (`rtrs_iu_post_recv`).
+    /// A receive into buffer `i` (`rtrs_iu_post_recv`); EBUSY if it is
+    /// posted already (or a completion holds it), ECONNABORTED once the QP
+    /// is being drained.
     pub(crate) fn post_ring_recv(&self, i: usize) -> Result {
         let iu = self.ring.get(i).ok_or(EINVAL)?;
-        // INVARIANT: one of our buffers, posted on our QP.
-        RingIu { iu, qp: self.qp.qp }.post_recv(self.lkey)
+        iu.state
+            .held
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| EBUSY)?;
+        // INVARIANT: one of our buffers, taken from clear `held` just above.
+        RingIu { iu }.post_recv(self.lkey)
     }
 }
