@@ -597,9 +597,12 @@ impl<C: IoCon> IoCtx<C> {
         let head: *const bindings::ib_send_wr = if fr_en { &rwr.wr } else { &wr.wr };
         // The completion may run as soon as the request is posted.
         own.post();
-        // SAFETY: The SGEs point to the mapped IU and MR, which live as long
-        // as the path's `IoCtx` (freed after the QPs are drained); the cqes
-        // live as long as `con` and `req`, and expect a `C`.
+        // SAFETY: `head` and the requests it chains live across the call.
+        // The SGEs point into the slot's IU, and the MR registered is the
+        // slot's: both live in the path's `IoCtx`, freed only after the QPs
+        // are drained. The write's cqe is that IU's; the fast-reg cqe is
+        // the constant `static_cqe::<FastRegDone<C>>()`, which never goes
+        // away; both expect a `C`, the context of `qp` (`IoCon::qp`).
         let res = unsafe { qp.post_send_wr(head) };
         if let Err(e) = res {
             pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
