@@ -7,10 +7,18 @@
 // this is the only declaration of each symbol. Included into `bindings`
 // (mod.rs).
 //
-// Sleeping (`msleep`, `synchronize_rcu`) from atomic context is a bug the
-// kernel reports (might_sleep, lockdep), as for the kernel crate's own safe
-// sleeping functions (`Mutex::lock`, `CondVar::wait`); it is not a memory
-// safety precondition.
+// Some of them sleep: `msleep`, `synchronize_rcu`, and the GFP_KERNEL
+// allocations (`rtrs_rs_alloc_percpu`, `rtrs_rs_waitq_alloc`). Each is sound
+// memory-wise on its own, but sleeping inside an RCU read-side section (an
+// `RcuGuard`, or a CQ callback in softirq) or any other atomic context is a
+// bug: a sleep there may end the grace period that keeps what the reader
+// holds alive. The type system does not prevent it; the kernel reports it
+// (might_sleep with CONFIG_DEBUG_ATOMIC_SLEEP, lockdep's RCU checks). The
+// kernel crate treats its own sleeping functions the same way: they are safe
+// and documented as not for atomic context (`Mutex::lock`, `CondVar::wait`,
+// and upstream's `kernel::sync::rcu::synchronize_rcu`, "one of the RCU
+// primitives which must not be called in atomic context"). Callers here keep
+// them out of `RcuGuard` sections and completion handlers.
 
 unsafe extern "C" {
     /// `nr_cpu_ids`: reads a variable that is fixed after boot.
