@@ -18,7 +18,8 @@
 #   make vm CMD='<command>'    run a command as root in the test VM; exits with its status
 #   make check                 lint gates, host tests and the quick VM tier: TAP, summary line
 #   make check-full            the same with every VM scenario at full length
-#   make lint                  rustfmt, clippy (rtrs_core and the module) and shellcheck
+#   make lint                  rustfmt, clippy (rtrs_core and the module), shellcheck,
+#                              the layering and the count of unsafe blocks
 #   make demo                  the main job: boot the VM, map rnbd, show this module
 #   make host-test             cargo test of rtrs_core
 #   make bench                 4k randread QD32: C client vs this module, same VM boot

@@ -4,7 +4,9 @@
 //!
 //! `rdma_generated.rs` is produced by bindgen at build time from
 //! `bindings_helper.h` with this kernel's own clang flags (see `Kbuild`).
-//! Only the thin wrappers in `rtrs_clt/` use these items directly.
+//! `safe.rs` declares by hand, as `safe fn`, the C functions that are sound
+//! for every argument (bindgen skips them). Only the thin wrappers in
+//! `rtrs_clt/` use these items directly.
 
 #![allow(
     dead_code,
@@ -25,3 +27,4 @@ type __kernel_ssize_t = isize;
 type __kernel_ptrdiff_t = isize;
 
 include!("rdma_generated.rs");
+include!("safe.rs");

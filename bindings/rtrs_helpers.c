@@ -44,9 +44,14 @@ int rtrs_rs_inet_pton(const char *src, const char *port,
 	return inet_pton_with_scope(&init_net, AF_UNSPEC, src, port, addr);
 }
 
-struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags)
+struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags,
+				  u32 *local_dma_lkey)
 {
-	return ib_alloc_pd(dev, flags);
+	struct ib_pd *pd = ib_alloc_pd(dev, flags);
+
+	if (!IS_ERR(pd))
+		*local_dma_lkey = pd->local_dma_lkey;
+	return pd;
 }
 
 void rtrs_rs_ib_dealloc_pd(struct ib_pd *pd)
@@ -61,6 +66,14 @@ struct ib_cq *rtrs_rs_ib_alloc_cq(struct ib_device *dev, void *private,
 	return ib_alloc_cq(dev, private, nr_cqe, comp_vector, poll_ctx);
 }
 
+struct ib_qp *rtrs_rs_rdma_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+				     struct ib_qp_init_attr *attr)
+{
+	int err = rdma_create_qp(id, pd, attr);
+
+	return err ? ERR_PTR(err) : id->qp;
+}
+
 int rtrs_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr)
 {
@@ -73,21 +86,22 @@ int rtrs_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 	return ib_post_recv(qp, wr, bad_wr);
 }
 
-u64 rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
-			      size_t size, enum dma_data_direction dir)
+int rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
+			      size_t size, enum dma_data_direction dir,
+			      u64 *dma_addr)
 {
-	return ib_dma_map_single(dev, cpu_addr, size, dir);
+	u64 addr = ib_dma_map_single(dev, cpu_addr, size, dir);
+
+	if (ib_dma_mapping_error(dev, addr))
+		return -ENOMEM;
+	*dma_addr = addr;
+	return 0;
 }
 
 void rtrs_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir)
 {
 	ib_dma_unmap_single(dev, addr, size, dir);
-}
-
-int rtrs_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
-{
-	return ib_dma_mapping_error(dev, dma_addr);
 }
 
 void rtrs_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr,
@@ -136,6 +150,9 @@ void *rtrs_rs_raw_cpu_ptr(void *p)
 
 unsigned int rtrs_rs_next_possible_cpu(int prev)
 {
+	/* No CPU follows these (and cpumask_next() wants prev >= -1). */
+	if (prev < -1 || prev >= (int)nr_cpu_ids - 1)
+		return nr_cpu_ids;
 	return cpumask_next(prev, cpu_possible_mask);
 }
 
@@ -207,15 +224,15 @@ void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 	ib_dma_unmap_sg(dev, sg, nents, dir);
 }
 
-int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
+int rtrs_rs_ib_map_mr_sg_fr(struct ib_mr *mr, struct scatterlist *sg,
 			    int count)
 {
-	return ib_map_mr_sg(mr, sg, count, NULL, SZ_4K);
-}
+	/* Align the MR to a 4K page size to match the block virt boundary */
+	int nr = ib_map_mr_sg(mr, sg, count, NULL, SZ_4K);
 
-void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr)
-{
-	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	if (nr == count)
+		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	return nr;
 }
 
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr)
@@ -289,10 +306,17 @@ u32 rtrs_rs_get_random_u32_below(u32 ceil)
 	return get_random_u32_below(ceil);
 }
 
-int rtrs_rs_dev_ifindex(const char *name)
+static_assert(IFNAMSIZ == 16);
+
+int rtrs_rs_dev_ifindex(const char name[16])
 {
-	struct net_device *ndev = dev_get_by_name(&init_net, name);
+	struct net_device *ndev;
+	char buf[IFNAMSIZ];
 	int ifindex = 0;
+
+	memcpy(buf, name, IFNAMSIZ);
+	buf[IFNAMSIZ - 1] = '\0';
+	ndev = dev_get_by_name(&init_net, buf);
 
 	if (ndev) {
 		ifindex = ndev->ifindex;

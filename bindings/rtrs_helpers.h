@@ -30,12 +30,24 @@ struct rdma_cm_id *rtrs_rs_rdma_create_id(rdma_cm_event_handler handler,
 int rtrs_rs_inet_pton(const char *src, const char *port,
 		      struct sockaddr_storage *addr);
 
-/* ib_alloc_pd() and ib_alloc_cq() are macros; ib_dealloc_pd() is inline. */
-struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags);
+/*
+ * ib_alloc_pd() and ib_alloc_cq() are macros; ib_dealloc_pd() is inline.
+ * rtrs_rs_ib_alloc_pd() also reports the new PD's local_dma_lkey, which
+ * ib_alloc_pd() sets once (it never changes while the PD lives).
+ */
+struct ib_pd *rtrs_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags,
+				  u32 *local_dma_lkey);
 void rtrs_rs_ib_dealloc_pd(struct ib_pd *pd);
 struct ib_cq *rtrs_rs_ib_alloc_cq(struct ib_device *dev, void *private,
 				  int nr_cqe, int comp_vector,
 				  enum ib_poll_context poll_ctx);
+
+/*
+ * rdma_create_qp() and the QP it stores in id->qp, as ib_create_qp()
+ * returns one; an ERR_PTR on failure.
+ */
+struct ib_qp *rtrs_rs_rdma_create_qp(struct rdma_cm_id *id, struct ib_pd *pd,
+				     struct ib_qp_init_attr *attr);
 
 /* Posting work requests (static inlines). */
 int rtrs_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
@@ -43,12 +55,16 @@ int rtrs_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 int rtrs_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr);
 
-/* DMA mapping of IU buffers (static inlines). */
-u64 rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
-			      size_t size, enum dma_data_direction dir);
+/*
+ * DMA mapping of IU buffers (static inlines): ib_dma_map_single() checked
+ * with ib_dma_mapping_error(), as every caller must: 0 and *dma_addr, or
+ * -ENOMEM.
+ */
+int rtrs_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
+			      size_t size, enum dma_data_direction dir,
+			      u64 *dma_addr);
 void rtrs_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
 				 enum dma_data_direction dir);
-int rtrs_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
 void rtrs_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr,
 					size_t size,
 					enum dma_data_direction dir);
@@ -81,13 +97,19 @@ void rtrs_rs_free_percpu(void *p);
 void *rtrs_rs_per_cpu_ptr(void *p, int cpu);
 /* raw_cpu_ptr(p): the slot of the CPU this runs on. */
 void *rtrs_rs_raw_cpu_ptr(void *p);
-/* cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end. */
+/*
+ * cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end, and
+ * nr_cpu_ids for any prev outside -1 .. nr_cpu_ids - 2.
+ */
 unsigned int rtrs_rs_next_possible_cpu(int prev);
 /* cpu < nr_cpu_ids && cpu_possible(cpu). */
 bool rtrs_rs_cpu_possible(unsigned int cpu);
 
-/* dev_get_by_name(&init_net, name) -> ifindex, 0 if there is none. */
-int rtrs_rs_dev_ifindex(const char *name);
+/*
+ * dev_get_by_name(&init_net, name) -> ifindex, 0 if there is none. Reads
+ * exactly IFNAMSIZ (16) bytes of name, NUL-terminated or not.
+ */
+int rtrs_rs_dev_ifindex(const char name[16]);
 
 /* raw_smp_processor_id() (a macro). */
 unsigned int rtrs_rs_raw_smp_processor_id(void);
@@ -98,11 +120,14 @@ int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			  int nents, enum dma_data_direction dir);
 void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir);
-/* ib_map_mr_sg(mr, sg, count, NULL, SZ_4K). */
-int rtrs_rs_ib_map_mr_sg_4k(struct ib_mr *mr, struct scatterlist *sg,
+/*
+ * rtrs_map_sg_fr() of the C client: ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)
+ * and, if it mapped all count entries, a new key with
+ * ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey)) (a static inline).
+ * Returns what ib_map_mr_sg() returned.
+ */
+int rtrs_rs_ib_map_mr_sg_fr(struct ib_mr *mr, struct scatterlist *sg,
 			    int count);
-/* ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey)). */
-void rtrs_rs_ib_inc_fast_reg_key(struct ib_mr *mr);
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
 
 /* The inlines and macros behind an embedded delayed work (rtrs_clt/wq.rs). */

@@ -3,6 +3,8 @@
 //! The C types of rtrs.h that the exported API takes and gives, with C's
 //! layout (`bindings/rtrs_export.c` checks the prototypes against rtrs.h).
 
+use core::sync::atomic::AtomicU32;
+
 use kernel::ffi::{c_int, c_void};
 
 use crate::bindings;
@@ -46,13 +48,17 @@ pub(crate) struct Kvec {
     pub(crate) iov_len: usize,
 }
 
-/// `struct rtrs_permit`, same layout as C; `pdu_sz` bytes follow it.
+/// `struct rtrs_permit`, same layout as C (an `AtomicU32` has the size and
+/// alignment of a `u32`); `pdu_sz` bytes follow it, which only the permit's
+/// holder uses. The fields are atomics so that the permit pool can hand out
+/// shared references to its permits; the holder writes `con_type` and
+/// `cpu_id` (see `Permits::try_get`), the rest is set once.
 #[repr(C)]
 pub(crate) struct RtrsPermit {
-    pub(crate) con_type: u32,
-    pub(crate) cpu_id: u32,
-    pub(crate) mem_id: u32,
-    pub(crate) mem_off: u32,
+    pub(crate) con_type: AtomicU32,
+    pub(crate) cpu_id: AtomicU32,
+    pub(crate) mem_id: AtomicU32,
+    pub(crate) mem_off: AtomicU32,
 }
 
 /// `RTRS_ADMIN_CON`, `RTRS_IO_CON`.
@@ -195,26 +201,18 @@ impl UsrHdr<'_> {
     }
 }
 
-/// One path's addresses from a `struct rtrs_addr`.
+/// One path's addresses: `struct rtrs_addr` as Rust sees it, the same
+/// layout as [`RtrsAddr`] (an `Option<&T>` is a nullable pointer), so an
+/// array of `struct rtrs_addr` whose pointers are null or valid for `'a`
+/// is an array of these.
+#[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct PathAddr<'a> {
     pub(crate) src: Option<&'a bindings::__kernel_sockaddr_storage>,
     pub(crate) dst: Option<&'a bindings::__kernel_sockaddr_storage>,
 }
 
-impl RtrsAddr {
-    /// The addresses, `None` where a pointer is null.
-    ///
-    /// # Safety
-    ///
-    /// `src` and `dst` are null or point to sockaddr_storage valid for `'a`.
-    pub(crate) unsafe fn get<'a>(&self) -> PathAddr<'a> {
-        // SAFETY: By the function's contract.
-        unsafe {
-            PathAddr {
-                src: self.src.as_ref(),
-                dst: self.dst.as_ref(),
-            }
-        }
-    }
-}
+const _: () = {
+    assert!(core::mem::size_of::<PathAddr<'_>>() == core::mem::size_of::<RtrsAddr>());
+    assert!(core::mem::align_of::<PathAddr<'_>>() == core::mem::align_of::<RtrsAddr>());
+};

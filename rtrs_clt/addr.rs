@@ -17,18 +17,6 @@ fn bytes(ss: &bindings::__kernel_sockaddr_storage) -> &[u8] {
     }
 }
 
-/// The bytes of a `sockaddr_storage`, writable: any bytes are valid.
-fn bytes_mut(ss: &mut bindings::__kernel_sockaddr_storage) -> &mut [u8] {
-    let p: *mut bindings::__kernel_sockaddr_storage = ss;
-    // SAFETY: As in `bytes`, and every bit pattern is a valid value.
-    unsafe {
-        core::slice::from_raw_parts_mut(
-            p.cast::<u8>(),
-            core::mem::size_of::<bindings::__kernel_sockaddr_storage>(),
-        )
-    }
-}
-
 /// `ss_family`.
 pub(crate) fn family(ss: &bindings::__kernel_sockaddr_storage) -> u16 {
     let b = bytes(ss);
@@ -43,8 +31,7 @@ pub(crate) fn family(ss: &bindings::__kernel_sockaddr_storage) -> u16 {
 pub(crate) fn from_rtrs_sockaddr(
     a: &sysfs_fmt::RtrsSockaddr,
 ) -> bindings::__kernel_sockaddr_storage {
-    let mut ss = bindings::__kernel_sockaddr_storage::default();
-    let b = bytes_mut(&mut ss);
+    let mut b = [0u8; core::mem::size_of::<bindings::__kernel_sockaddr_storage>()];
     let mut put = |off: usize, v: &[u8]| {
         if let Some(d) = off.checked_add(v.len()).and_then(|end| b.get_mut(off..end)) {
             d.copy_from_slice(v);
@@ -71,7 +58,29 @@ pub(crate) fn from_rtrs_sockaddr(
             put(32, &u64::MAX.to_be_bytes());
         }
     }
-    ss
+    from_bytes(&b)
+}
+
+/// A `sockaddr_storage` of these bytes: the family, then the rest.
+fn from_bytes(
+    b: &[u8; core::mem::size_of::<bindings::__kernel_sockaddr_storage>()],
+) -> bindings::__kernel_sockaddr_storage {
+    let (fam, rest) = b.split_at(2);
+    let mut data = [0; core::mem::size_of::<bindings::__kernel_sockaddr_storage>() - 2];
+    for (d, s) in data.iter_mut().zip(rest) {
+        *d = kernel::ffi::c_char::from_ne_bytes([*s]);
+    }
+    bindings::__kernel_sockaddr_storage {
+        __bindgen_anon_1: bindings::__kernel_sockaddr_storage__bindgen_ty_1 {
+            __bindgen_anon_1: bindings::__kernel_sockaddr_storage__bindgen_ty_1__bindgen_ty_1 {
+                ss_family: u16::from_ne_bytes([
+                    fam.first().copied().unwrap_or(0),
+                    fam.get(1).copied().unwrap_or(0),
+                ]),
+                __data: data,
+            },
+        },
+    }
 }
 
 /// `dev_get_by_name` for an IPv6 "%scope": the interface index.
@@ -83,8 +92,7 @@ pub(crate) fn dev_ifindex(name: &[u8]) -> Option<u32> {
     for (d, s) in buf.iter_mut().zip(name) {
         *d = *s;
     }
-    // SAFETY: `buf` is NUL-terminated.
-    let i = unsafe { bindings::rtrs_rs_dev_ifindex(buf.as_ptr().cast()) };
+    let i = bindings::rtrs_rs_dev_ifindex(&buf);
     u32::try_from(i).ok().filter(|&i| i != 0)
 }
 

@@ -9,7 +9,8 @@ use kernel::str::BStr;
 use kernel::sync::Arc;
 
 use crate::abi::{
-    Confirm, Kvec, Kvecs, LinkEvCb, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps, RtrsPermit,
+    Confirm, Kvec, Kvecs, LinkEvCb, PathAddr, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps,
+    RtrsPermit,
 };
 use crate::bindings;
 use crate::error::err_ptr;
@@ -39,29 +40,23 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
     }
     // SAFETY: By the function's contract: a NUL-terminated name, `ops`
     // (checked non-null) valid for the call and for the session's life,
-    // and `path_cnt` entries whose addresses are null or valid.
-    let (name, raw_paths, link_ev) = unsafe {
+    // and `path_cnt` entries whose addresses are null or valid for the
+    // call, which `PathAddr` (the layout of `RtrsAddr`) states.
+    let (name, addrs, link_ev) = unsafe {
         (
             CStr::from_char_ptr(pathname),
             if path_cnt == 0 {
                 &[][..]
             } else {
-                core::slice::from_raw_parts(paths, path_cnt)
+                core::slice::from_raw_parts(paths.cast::<PathAddr<'_>>(), path_cnt)
             },
             LinkEvCb::new(&*ops),
         )
     };
-    let mut addrs = KVec::new();
-    for p in raw_paths {
-        // SAFETY: As above.
-        if addrs.push(unsafe { p.get() }, GFP_KERNEL).is_err() {
-            return err_ptr(ENOMEM);
-        }
-    }
     match Sess::open(
         link_ev,
         name,
-        &addrs,
+        addrs,
         port,
         pdu_sz,
         reconnect_delay_sec,
@@ -194,8 +189,9 @@ pub(crate) unsafe extern "C" fn rtrs_clt_rdma_cq_direct(clt: *mut Sess, index: u
 /// `clt` is an open session, `attr` writable.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rtrs_clt_query(clt: *mut Sess, attr: *mut RtrsAttrs) -> c_int {
-    // SAFETY: By the function's contract.
-    let (Some(s), Some(attr)) = (unsafe { clt.as_ref() }, unsafe { attr.as_mut() }) else {
+    // SAFETY: By the function's contract: each pointer is null or valid,
+    // and nothing else uses `attr` during the call.
+    let (Some(s), Some(attr)) = (unsafe { (clt.as_ref(), attr.as_mut()) }) else {
         return EINVAL.to_errno();
     };
     match s.query(attr) {

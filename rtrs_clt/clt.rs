@@ -9,8 +9,6 @@
 //! connections, so they take no lock. Both reach a `Con` (the cm id's and
 //! QP's context) that outlives its cm id and QP (see `conns::ConSlot`).
 
-use core::pin::Pin;
-use core::ptr::NonNull;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU8, Ordering,
 };
@@ -22,13 +20,12 @@ use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, ArcBorrow, Mutex};
-use kernel::types::Opaque;
 
 use crate::addr::to_rtrs_sockaddr;
 use crate::bindings;
 use crate::cm::{CmEvent, CmHandler, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach};
-use crate::io::{self, FastRegDone, IoCon};
+use crate::io::{self, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm;
@@ -43,8 +40,8 @@ use crate::stats::PathStats;
 use crate::sync::{Completion, OnceBox, RcuBox, RcuGuard, Retired};
 use crate::trace;
 use crate::verbs::{
-    cqe_of, post_recv_raw, wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone,
-    Qp, QpOwner, QpSizes,
+    wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone, Qp, QpOwner, QpRing,
+    QpSizes, RingDone, RingIu, RingIus,
 };
 
 /// A path's IO context, on its connections.
@@ -554,64 +551,17 @@ pub(crate) struct ConInner {
 }
 
 /// A connection's QP with the CQ it completes on and the receive buffers
-/// posted on it (`create_con_cq_qp`). Dropping it drains the QP first (if
-/// teardown did not), then destroys the QP, the IUs and the CQ in field
-/// order: nothing posted outlives what it uses.
-///
-/// # Invariants
-///
-/// `empty_cqe` is the `io_comp_cqe` of the connection that owns this (in
-/// `Con::qp`), which outlives it.
-pub(crate) struct ConQp {
-    qp: Qp<Con>,
-    /// `rsp_ius`: 8-byte receive buffers (cid 0 always, IO cons in
-    /// NEW_RKEY mode).
-    rsp_ius: KVec<Pin<KBox<Iu<RdmaDone>>>>,
-    cq: Cq,
-    empty_cqe: NonNull<bindings::ib_cqe>,
-    lkey: u32,
-    drained: AtomicBool,
-}
-
-// SAFETY: `empty_cqe` is only handed to the verbs core (type invariant);
-// the rest is `Send` and `Sync`.
-unsafe impl Send for ConQp {}
-// SAFETY: As above.
-unsafe impl Sync for ConQp {}
+/// posted on it (`create_con_cq_qp`): `rsp_ius`, 8-byte receive buffers
+/// (cid 0 always, IO cons in NEW_RKEY mode).
+pub(crate) type ConQp = QpRing<Con, RdmaDone>;
 
 impl ConQp {
-    /// The QP.
-    pub(crate) fn qp(&self) -> &Qp<Con> {
-        &self.qp
-    }
-
-    /// `ib_drain_qp`: every request posted is flushed when it returns.
-    /// Process context.
-    pub(crate) fn drain(&self) {
-        self.qp.drain();
-        self.drained.store(true, Ordering::Release);
-    }
-
     /// A receive into `rsp_ius[i]` (NEW_RKEY mode, and cid 0), or without
     /// a buffer on `io_comp_cqe` (`rtrs_post_recv_empty`).
     pub(crate) fn post_recv(&self, i: Option<usize>) -> Result {
         match i {
-            Some(i) => {
-                let iu = self.rsp_ius.get(i).ok_or(EINVAL)?;
-                // SAFETY: The IU is ours, and we drain the QP before it goes.
-                unsafe { self.qp.post_recv(iu, self.lkey) }
-            }
-            // SAFETY: `empty_cqe` outlives us (type invariant), and so the
-            // drain in our drop.
-            None => unsafe { post_recv_raw(self.qp.as_ptr(), self.empty_cqe.as_ptr(), 0, 0, 0) },
-        }
-    }
-}
-
-impl Drop for ConQp {
-    fn drop(&mut self) {
-        if !self.drained.load(Ordering::Acquire) {
-            self.qp.drain();
+            Some(i) => self.post_ring_recv(i),
+            None => self.qp().post_recv_empty::<IoCompDone>(),
         }
     }
 }
@@ -635,10 +585,6 @@ pub(crate) struct Con {
     /// Completed whenever `cm_err` becomes non-zero (or the path closes).
     #[pin]
     pub(crate) cm_done: Completion,
-    /// `io_comp_cqe` of C: empty receives and heartbeat acks.
-    pub(crate) io_comp_cqe: Opaque<bindings::ib_cqe>,
-    /// `fast_reg_cqe` of C: unsignaled IB_WR_REG_MR (errors only).
-    fast_reg_cqe: Opaque<bindings::ib_cqe>,
     /// The QP with its CQ and receive buffers (`c.qp`, `c.cq`), published
     /// for posting and polling from any context under an `RcuGuard`; set
     /// once by `create_con_cq_qp`, taken out by teardown.
@@ -647,14 +593,8 @@ pub(crate) struct Con {
     pub(crate) con_mutex: Mutex<ConInner>,
 }
 
-// SAFETY: `io_comp_cqe` and `fast_reg_cqe` are written only at init; the
-// rest are atomics, locks or `Sync`.
-unsafe impl Send for Con {}
-// SAFETY: As above.
-unsafe impl Sync for Con {}
-
-/// `ib_cqe.done` of `Con::io_comp_cqe`: empty receives and heartbeat
-/// acks (`rtrs_clt_rdma_done` without a buffer).
+/// `io_comp_cqe` of C (a constant here, see `verbs::static_cqe`): empty
+/// receives and heartbeat acks (`rtrs_clt_rdma_done` without a buffer).
 struct IoCompDone;
 
 impl CqeHandler for IoCompDone {
@@ -680,8 +620,6 @@ impl Con {
             wr_cnt: AtomicU32::new(1),
             lkey: AtomicU32::new(0),
             cm_done <- Completion::new(),
-            io_comp_cqe: Opaque::new(cqe_of::<IoCompDone>()),
-            fast_reg_cqe: Opaque::new(cqe_of::<FastRegDone<Con>>()),
             qp: RcuBox::empty(),
             con_mutex <- new_mutex!(ConInner::default(), "rtrs_rs_con_mutex"),
         }? Error)
@@ -709,7 +647,7 @@ impl Con {
     /// being torn down, or another caller is polling it right now.
     pub(crate) fn poll_direct(&self) -> i32 {
         let g = RcuGuard::new();
-        self.qp.get(&g).map_or(0, |q| q.cq.process_direct())
+        self.qp.get(&g).map_or(0, |q| q.cq().process_direct())
     }
 
     /// The QP, CQ and receive buffers while `g` is held, once created.
@@ -769,7 +707,7 @@ impl Con {
             // SAFETY: From ADDR_RESOLVED on the cm id is bound to this device,
             // which stays registered until the id is destroyed; every
             // `DevRef` of this path is dropped before its cm ids.
-            let dev = unsafe { path.pool.find_or_add(id.device()) }.map_err(|_| {
+            let dev = unsafe { path.pool.find_or_add(id.binding().device) }.map_err(|_| {
                 pr_warn!(
                     "{}: rtrs_ib_dev_find_get_or_add(): no memory\n",
                     self.sess()
@@ -813,14 +751,9 @@ impl Con {
         let dev = inner.dev.as_ref().ok_or(EINVAL)?;
         let rsp_ius = if new_rkey || self.cid == 0 {
             let n = usize::try_from(cq_num).map_err(|_| EINVAL)?;
-            Iu::alloc_n(
-                dev,
-                n,
-                RtrsMsgRkeyRsp::SIZE,
-                bindings::dma_data_direction_DMA_FROM_DEVICE,
-            )?
+            RingIus::alloc(dev, n, RtrsMsgRkeyRsp::SIZE)?
         } else {
-            KVec::new()
+            RingIus::none()?
         };
         let cq = if self.cid >= self.path().irq_con_num {
             Cq::alloc(
@@ -851,19 +784,9 @@ impl Con {
         };
         // SAFETY: The cm id is live and bound; the QP goes into `self.qp`,
         // which teardown (or `ConSlot::drop`) empties before the cm id and
-        // the connection go; `ConQp` drops the QP before its CQ and IUs.
-        let qp = unsafe { Qp::create(id.as_ptr(), dev, &cq, self, &sizes) }
+        // the connection go.
+        let q = unsafe { ConQp::create(id.as_ptr(), dev, cq, rsp_ius, self, &sizes, self.lkey()) }
             .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
-        let empty_cqe = NonNull::new(self.io_comp_cqe.get()).ok_or(EINVAL)?;
-        // INVARIANT: our `io_comp_cqe`; `self.qp` holds it.
-        let q = ConQp {
-            qp,
-            rsp_ius,
-            cq,
-            empty_cqe,
-            lkey: self.lkey(),
-            drained: AtomicBool::new(false),
-        };
         if self.qp.replace(Some(KBox::new(q, GFP_KERNEL)?)).is_some() {
             // Cannot happen: ADDR_RESOLVED comes once per cm id.
             pr_err!("{}: QP created twice\n", self.sess());
@@ -933,10 +856,11 @@ impl Con {
             .store(params.signal_interval, Ordering::Release);
         path.new_rkey.store(params.new_rkey(), Ordering::Release);
         pinner.params = Some(params);
-        pinner.hca_port = id.port_num();
+        let bound = id.binding();
+        pinner.hca_port = bound.port_num;
         let name = id.device_name().map_or(&[][..], |n| n.as_bytes());
         pinner.hca_name = HcaName::from_bytes(name);
-        pinner.resolved_src = Some(id.src_addr());
+        pinner.resolved_src = Some(bound.src_addr);
         path.for_new_clt.store(true, Ordering::Relaxed);
         Ok(())
     }
@@ -976,7 +900,7 @@ impl Con {
     /// `rtrs_clt_rdma_done`: IO responses (IMM or, with NEW_RKEY, the
     /// RKEY_RSP send), heartbeats, server invalidations, and errors, which go
     /// to error recovery. Softirq for IRQ connections: no locks, no sleep.
-    fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+    fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
         let path = self.path();
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
@@ -1010,25 +934,24 @@ impl Con {
                                 .store(path_state::hb_cur_latency(now, sent), Ordering::Relaxed);
                         }
                         if new_rkey {
-                            self.recv_done(wc, iu);
+                            self.recv_done(iu);
                             return;
                         }
                     }
                     t => pr_warn_rl!("{}: Unknown IMM type {}\n", self.sess(), t),
                 }
-                // One receive for this IMM, one more for the SEND_WITH_INV
-                // that came before a W_INV response.
+                // As C: empty receives in place of what completed, whether
+                // it came into a buffer or not (a buffer is not posted
+                // again here): one for this IMM, and for a W_INV response
+                // one more for the SEND_WITH_INV that came before it
+                // (rtrs_post_recv_empty_x2).
+                drop(iu);
                 let n = if w_inval { 2 } else { 1 };
                 for _ in 0..n {
-                    let res = match iu {
-                        // SAFETY: The QP and the IU live until the connection
-                        // is drained and destroyed, which flushes this receive.
-                        Some(iu) => unsafe { iu.repost_recv(wc.qp, self.lkey()) },
-                        None => self.post_recv_empty(),
-                    };
-                    match res {
+                    match self.post_recv_empty() {
                         Ok(()) => {}
-                        // Teardown took the QP: it drains the rest.
+                        // Teardown took the QP or drains it: nothing more
+                        // is posted on it.
                         Err(e) if e == econnaborted() => return,
                         Err(e) => {
                             pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
@@ -1044,7 +967,7 @@ impl Con {
                 if new_rkey {
                     let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
                     if wc.wc_flags & inval != 0 {
-                        self.recv_done(wc, iu);
+                        self.recv_done(iu);
                     } else {
                         self.rkey_rsp_done(wc, iu);
                     }
@@ -1056,22 +979,25 @@ impl Con {
     }
 
     /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again.
-    fn recv_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+    fn recv_done(&self, iu: Option<RingIu<'_, RdmaDone>>) {
         let Some(iu) = iu else {
             pr_err_rl!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
             self.error_recovery();
             return;
         };
-        // SAFETY: The QP and the IU live until the connection is drained
-        // and destroyed, which flushes this receive first.
-        if let Err(e) = unsafe { iu.repost_recv(wc.qp, self.lkey()) } {
-            pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
-            self.error_recovery();
+        match iu.post_recv(self.lkey()) {
+            Ok(()) => {}
+            // The QP is being drained (teardown): nothing more is posted.
+            Err(e) if e == econnaborted() => {}
+            Err(e) => {
+                pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
+                self.error_recovery();
+            }
         }
     }
 
     /// `rtrs_clt_rkey_rsp_done`: the new rkey of a chunk, then the IO response.
-    fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: Option<&Iu<RdmaDone>>) {
+    fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
         let path = self.path();
         let Some(iu) = iu else {
             pr_err_rl!("{}: rkey response without buffer\n", self.sess());
@@ -1115,7 +1041,7 @@ impl Con {
             io.process_io_rsp(self, msg_id, errno, w_inval);
         }
         iu.sync_for_device();
-        self.recv_done(wc, Some(iu));
+        self.recv_done(Some(iu));
     }
 
     /// `process_io_rsp`.
@@ -1147,35 +1073,20 @@ impl Con {
         }
     }
 
-    /// `rtrs_post_recv_empty`: a receive without buffer on `io_comp_cqe`.
+    /// `rtrs_post_recv_empty`: a receive without buffer on `io_comp_cqe`;
+    /// ECONNABORTED once the QP is unpublished or being drained.
     fn post_recv_empty(&self) -> Result {
         let g = RcuGuard::new();
         self.qp(&g).ok_or(econnaborted())?.post_recv(None)
     }
 
     /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`; ECONNABORTED
-    /// once the QP is unpublished.
+    /// once the QP is unpublished or being drained.
     pub(crate) fn post_imm_empty(&self, imm_val: u32) -> Result {
         let flags = self.next_send_flags();
-        let wr = bindings::ib_rdma_wr {
-            wr: bindings::ib_send_wr {
-                __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: self.io_comp_cqe.get(),
-                },
-                opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
-                send_flags: flags,
-                ex: bindings::ib_send_wr__bindgen_ty_2 {
-                    imm_data: imm_val.to_be(),
-                },
-                ..Default::default()
-            },
-            ..Default::default()
-        };
         let g = RcuGuard::new();
         let q = self.qp(&g).ok_or(econnaborted())?;
-        // SAFETY: The request has no SGE and its cqe lives as long as `self`,
-        // whose QP it is.
-        unsafe { q.qp().post_send_wr(core::ptr::addr_of!(wr).cast()) }
+        q.qp().post_imm_empty::<IoCompDone>(imm_val, flags)
     }
 }
 
@@ -1295,10 +1206,6 @@ impl IoCon for Con {
         }
     }
 
-    fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe {
-        self.fast_reg_cqe.get()
-    }
-
     fn stats(&self) -> &PathStats {
         &self.path().stats
     }
@@ -1319,10 +1226,10 @@ impl IoCon for Con {
 /// `rtrs_clt_rdma_done` for the `rsp_ius`.
 pub(crate) struct RdmaDone;
 
-impl IuDone for RdmaDone {
+impl RingDone for RdmaDone {
     type Ctx = Con;
-    fn done(con: &Con, iu: &Iu<Self>, wc: &bindings::ib_wc) {
-        con.rdma_done(wc, Some(iu));
+    fn done(con: &Con, iu: Option<RingIu<'_, Self>>, wc: &bindings::ib_wc) {
+        con.rdma_done(wc, iu);
     }
 }
 
@@ -1331,6 +1238,7 @@ pub(crate) struct InfoReqDone;
 
 impl IuDone for InfoReqDone {
     type Ctx = Con;
+    type State = ();
     fn done(con: &Con, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
             let msg = wc_status_msg(wc.status);
@@ -1347,6 +1255,7 @@ pub(crate) struct InfoRspDone;
 
 impl IuDone for InfoRspDone {
     type Ctx = Con;
+    type State = ();
     fn done(con: &Con, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
         let path = con.path();
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {

@@ -3,13 +3,15 @@
 //! An owning wrapper over an rdma_cm id, with its event handler trampolined
 //! into Rust.
 //!
-//! The id's `context` is a pointer to its owner `T: CmHandler`; the C handler
-//! recovers it and calls `T::cm_event`. rdma_cm serialises the events of one
-//! id (its handler mutex) and runs them in process context, so handlers may
-//! sleep and take mutexes. `rdma_destroy_id` waits for a running handler, so
-//! dropping the `CmId` before its owner is enough to keep `context` valid.
+//! The id's `context` is its owner `T: CmHandler`, which the `CmId` holds;
+//! the C handler recovers it and calls `T::cm_event`. rdma_cm serialises the
+//! events of one id (its handler mutex) and runs them in process context, so
+//! handlers may sleep and take mutexes. `rdma_destroy_id` waits for a
+//! running handler, so destroying the id before the owner goes (`CmId`'s
+//! drop, then its fields) keeps `context` valid.
 
 use core::marker::PhantomData;
+use core::pin::Pin;
 use core::ptr::NonNull;
 
 use kernel::error::{from_err_ptr, to_result};
@@ -43,31 +45,29 @@ impl CmIdRef<'_> {
         self.id.as_ptr()
     }
 
-    /// The bound device (`cm_id->device`); set from ADDR_RESOLVED on.
-    pub(crate) fn device(&self) -> *mut bindings::ib_device {
-        // SAFETY: By the type invariant the id is live.
-        unsafe { (*self.id.as_ptr()).device }
+    /// What address and route resolution bound the id to, as of now.
+    pub(crate) fn binding(&self) -> CmBinding {
+        let id = self.id.as_ptr();
+        // SAFETY: By the type invariant the id is live. These fields are
+        // plain data that rdma_cm writes while it resolves, before it
+        // delivers the events that read them; they are copied out (other
+        // parts of the id change meanwhile).
+        unsafe {
+            CmBinding {
+                device: (*id).device,
+                port_num: (*id).port_num,
+                src_addr: (*id).route.addr.src_addr,
+            }
+        }
     }
 
     /// The name of the bound device (`cm_id->device->name`), once bound.
     pub(crate) fn device_name(&self) -> Option<&CStr> {
-        let d = self.device();
+        let d = self.binding().device;
         // SAFETY: A bound id's device stays registered while the id lives
-        // (rdma_cm waits for the id's destruction on removal).
-        (!d.is_null()).then(|| unsafe { crate::verbs::ib_dev_name(d) })
-    }
-
-    /// The bound port (`cm_id->port_num`).
-    pub(crate) fn port_num(&self) -> u32 {
-        // SAFETY: By the type invariant the id is live.
-        unsafe { (*self.id.as_ptr()).port_num }
-    }
-
-    /// The source address the route resolved to (`cm_id->route.addr.src_addr`).
-    pub(crate) fn src_addr(&self) -> bindings::__kernel_sockaddr_storage {
-        // SAFETY: By the type invariant the id is live; the address is plain
-        // data, written by rdma_cm before it delivers ESTABLISHED.
-        unsafe { (*self.id.as_ptr()).route.addr.src_addr }
+        // (rdma_cm waits for the id's destruction on removal), and its
+        // NUL-terminated name lives as long as the device.
+        (!d.is_null()).then(|| unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(d)) })
     }
 
     /// `rdma_resolve_route(id, timeout_ms)`.
@@ -100,21 +100,30 @@ impl CmIdRef<'_> {
     }
 }
 
+/// An id's binding (see [`CmIdRef::binding`]).
+pub(crate) struct CmBinding {
+    /// The bound device (`cm_id->device`); set from ADDR_RESOLVED on.
+    pub(crate) device: *mut bindings::ib_device,
+    /// The bound port (`cm_id->port_num`).
+    pub(crate) port_num: u32,
+    /// The source address the route resolved to
+    /// (`cm_id->route.addr.src_addr`), final once ESTABLISHED is delivered.
+    pub(crate) src_addr: bindings::__kernel_sockaddr_storage,
+}
+
 /// One CM event.
 ///
 /// # Invariants
 ///
-/// `ev` is the event being delivered to `id`, valid for `'a`.
+/// `ev` is the event being delivered to `id`, with `'a` the delivery.
 pub(crate) struct CmEvent<'a> {
-    ev: NonNull<bindings::rdma_cm_event>,
+    ev: &'a bindings::rdma_cm_event,
     id: NonNull<bindings::rdma_cm_id>,
-    _l: PhantomData<&'a bindings::rdma_cm_event>,
 }
 
 impl CmEvent<'_> {
     fn ev(&self) -> &bindings::rdma_cm_event {
-        // SAFETY: By the type invariant the event is valid for our lifetime.
-        unsafe { self.ev.as_ref() }
+        self.ev
     }
 
     /// `ev->event`.
@@ -153,17 +162,15 @@ impl CmEvent<'_> {
     /// `rdma_consumer_reject_data`, for REJECTED: the peer's reject private
     /// data, if it sent any.
     pub(crate) fn consumer_reject_data(&self) -> Option<&[u8]> {
+        let ev = core::ptr::from_ref(self.ev).cast_mut();
         let mut len: u8 = 0;
-        // SAFETY: The id and event are live (invariant) and only read;
-        // `len` is writable.
-        let p = unsafe {
-            bindings::rdma_consumer_reject_data(self.id.as_ptr(), self.ev.as_ptr(), &mut len)
-        };
-        if p.is_null() {
-            return None;
+        // SAFETY: The id and event are live (invariant) and only read; `len`
+        // is writable. What it returns, if not null, is `len` readable bytes
+        // valid during the event.
+        unsafe {
+            let p = bindings::rdma_consumer_reject_data(self.id.as_ptr(), ev, &mut len);
+            (!p.is_null()).then(|| core::slice::from_raw_parts(p.cast::<u8>(), usize::from(len)))
         }
-        // SAFETY: rdma_cm returns `len` readable bytes valid during the event.
-        Some(unsafe { core::slice::from_raw_parts(p.cast::<u8>(), usize::from(len)) })
     }
 
     /// `rdma_reject_msg(id, ev->status)`, for logs.
@@ -183,75 +190,80 @@ impl CmEvent<'_> {
 /// # Safety
 ///
 /// Called by rdma_cm for an id created by `CmId::<T>::create`, whose
-/// `context` is a `T` that outlives the id.
+/// `context` is a `T` that outlives the id, with an event valid for the
+/// call.
 unsafe extern "C" fn cm_handler<T: CmHandler>(
     id: *mut bindings::rdma_cm_id,
     ev: *mut bindings::rdma_cm_event,
 ) -> kernel::ffi::c_int {
-    let (Some(idp), Some(evp)) = (NonNull::new(id), NonNull::new(ev)) else {
+    let Some(idp) = NonNull::new(id) else {
         return 0;
     };
-    // SAFETY: By the function's contract `context` is a live `T`.
-    let owner = unsafe { &*(*id).context.cast::<T>() };
+    if ev.is_null() {
+        return 0;
+    }
+    // SAFETY: By the function's contract: `context` is a live `T`, and the
+    // event is valid (and not changed) for the call.
+    let (owner, ev) = unsafe { (&*(*id).context.cast::<T>(), &*ev) };
     // INVARIANT: rdma_cm holds the handler mutex during the callback.
     let idref = CmIdRef {
         id: idp,
         _l: PhantomData,
     };
-    // INVARIANT: rdma_cm passes an event valid for the callback.
-    let cmev = CmEvent {
-        ev: evp,
-        id: idp,
-        _l: PhantomData,
-    };
+    // INVARIANT: the event rdma_cm delivers to `id` in this callback.
+    let cmev = CmEvent { ev, id: idp };
     owner.cm_event(&idref, &cmev);
     // Never ask rdma_cm to destroy the id: the owner does that.
     0
 }
 
-/// An rdma_cm id, destroyed on drop.
+/// An rdma_cm id and its owner, the id's `context`; the id is destroyed on
+/// drop, then the owner.
 ///
 /// # Invariants
 ///
-/// `id` came from a successful `rdma_create_id` with `cm_handler::<T>` and a
-/// `context` that outlives this value; it is destroyed only in `drop`.
+/// `id` came from a successful `rdma_create_id` with `cm_handler::<T>` and
+/// `owner` as its `context`; it is destroyed only in `drop`, before `owner`
+/// (a field, dropped after `drop` ran).
 pub(crate) struct CmId<T: CmHandler> {
     id: NonNull<bindings::rdma_cm_id>,
-    _owner: PhantomData<*const T>,
+    owner: Pin<KBox<T>>,
 }
 
-// SAFETY: rdma_cm ids may be used and destroyed from any thread.
-unsafe impl<T: CmHandler> Send for CmId<T> {}
-// SAFETY: The methods on `&CmId` are thread safe in rdma_cm.
+// SAFETY: rdma_cm ids may be used and destroyed from any thread; the owner
+// moves with the id (`T: Send`).
+unsafe impl<T: CmHandler + Send> Send for CmId<T> {}
+// SAFETY: The methods on `&CmId` are thread safe in rdma_cm, and hand out
+// only `&T` (`CmHandler: Sync`).
 unsafe impl<T: CmHandler> Sync for CmId<T> {}
 
 impl<T: CmHandler> CmId<T> {
-    /// `rdma_create_id(&init_net, handler, owner, ps, qp_type)`.
-    ///
-    /// # Safety
-    ///
-    /// `owner` must point to a `T` that stays valid (and pinned) until the
-    /// returned id is dropped.
-    pub(crate) unsafe fn create(
-        owner: *const T,
+    /// `rdma_create_id(&init_net, handler, owner, ps, qp_type)`: an id whose
+    /// events go to `owner`.
+    pub(crate) fn create(
+        owner: Pin<KBox<T>>,
         ps: bindings::rdma_ucm_port_space,
         qp_type: bindings::ib_qp_type,
     ) -> Result<Self> {
-        // SAFETY: The handler matches `T`; the caller guarantees `owner`.
+        let context: *const T = &*owner;
+        // SAFETY: The handler matches `T`; `context` is pinned in `owner`,
+        // which the id holds until it is destroyed (type invariant).
         let id = from_err_ptr(unsafe {
             bindings::rtrs_rs_rdma_create_id(
                 Some(cm_handler::<T>),
-                owner.cast_mut().cast(),
+                context.cast_mut().cast(),
                 ps,
                 qp_type,
             )
         })?;
         let id = NonNull::new(id).ok_or(ENOMEM)?;
-        // INVARIANT: just created; the caller guarantees the context.
-        Ok(Self {
-            id,
-            _owner: PhantomData,
-        })
+        // INVARIANT: just created, with `owner` as its context.
+        Ok(Self { id, owner })
+    }
+
+    /// The owner, the id's `context`.
+    pub(crate) fn owner(&self) -> &T {
+        &self.owner
     }
 
     /// `rdma_set_reuseaddr(id, reuse)`.
@@ -292,8 +304,8 @@ impl<T: CmHandler> CmId<T> {
 impl<T: CmHandler> Drop for CmId<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the id is live and destroyed only here;
-        // rdma_destroy_id waits for a running handler, and its QP was
-        // destroyed first by the owner.
+        // rdma_destroy_id waits for a running handler (the owner goes after
+        // this), and its QP was destroyed first by the owner.
         unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
     }
 }

@@ -29,25 +29,31 @@ use crate::sync::{RcuGuard, Retired, WaitResult};
 use crate::trace;
 use crate::verbs::{DevRef, Iu};
 
-/// A connection and its cm id.
+/// A connection's cm id, which holds the connection (its context).
 ///
 /// Drop order: teardown has taken the QP (with its CQ and IUs) out and
 /// destroyed it; `ConSlot::drop` marks the connection destroyed, destroys a
 /// QP made since, and puts the device reference (under `con_mutex`); then
 /// the cm id is destroyed (waiting for a running handler); then the
-/// connection is freed.
+/// connection is freed (`CmId`).
 struct ConSlot {
     cm_id: CmId<Con>,
-    con: Pin<KBox<Con>>,
+}
+
+impl ConSlot {
+    fn con(&self) -> &Con {
+        self.cm_id.owner()
+    }
 }
 
 impl Drop for ConSlot {
     fn drop(&mut self) {
-        let mut inner = self.con.con_mutex.lock();
+        let con = self.con();
+        let mut inner = con.con_mutex.lock();
         inner.destroyed = true;
         // Taken out by teardown already, unless a late ADDR_RESOLVED made
         // one since: it goes before the cm id.
-        drop(self.con.take_qp());
+        drop(con.take_qp());
         drop(inner.dev.take());
     }
 }
@@ -180,7 +186,7 @@ impl PathConns {
 
     /// Connection `cid`.
     pub(crate) fn con(&self, cid: usize) -> Option<&Con> {
-        self.cons.get(cid).map(|s| &*s.con)
+        self.cons.get(cid).map(ConSlot::con)
     }
 
     /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
@@ -233,17 +239,14 @@ impl PathConns {
         } else {
             bindings::rdma_ucm_port_space_RDMA_PS_TCP
         };
-        // SAFETY: `con` is pinned and, in the `ConSlot` below, outlives
-        // the cm id (fields drop in order; `ConSlot::drop` runs first).
-        let cm_id = unsafe { CmId::create(&*con, ps, bindings::ib_qp_type_IB_QPT_RC) }
-            .inspect_err(|e| {
-                pr_err!(
-                    "{}: Failed to create CM ID, err: {:?}\n",
-                    &*shared.sessname,
-                    e
-                )
-            })?;
-        self.cons.push(ConSlot { cm_id, con }, GFP_KERNEL)?;
+        let cm_id = CmId::create(con, ps, bindings::ib_qp_type_IB_QPT_RC).inspect_err(|e| {
+            pr_err!(
+                "{}: Failed to create CM ID, err: {:?}\n",
+                &*shared.sessname,
+                e
+            )
+        })?;
+        self.cons.push(ConSlot { cm_id }, GFP_KERNEL)?;
         let slot = self.cons.last().ok_or(EINVAL)?;
         Self::create_cm(&shared, slot).inspect_err(|_| {
             shared.change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
@@ -261,7 +264,7 @@ impl PathConns {
             .resolve_addr(&shared.src_addr, &shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
             .inspect_err(|e| pr_err!("{}: Failed to resolve address, err: {:?}\n", sess, e))?;
         match slot
-            .con
+            .con()
             .cm_done
             .wait_interruptible_timeout(RTRS_CONNECT_TIMEOUT_MS)
         {
@@ -269,7 +272,7 @@ impl PathConns {
             WaitResult::Interrupted => return Err(ERESTARTSYS),
             WaitResult::Done => {}
         }
-        let cm_err = slot.con.cm_err.load(Ordering::Acquire);
+        let cm_err = slot.con().cm_err.load(Ordering::Acquire);
         if cm_err < 0 {
             return Err(Error::from_errno(cm_err));
         }
@@ -285,7 +288,7 @@ impl PathConns {
     /// buffer, otherwise without SGE on `io_comp_cqe`.
     fn post_recv_path(&self, queue_depth: u32, new_rkey: bool) -> Result {
         for slot in self.cons.iter() {
-            let con = &slot.con;
+            let con = slot.con();
             let q = if con.cid == 0 {
                 SERVICE_CON_QUEUE_DEPTH
             } else {
@@ -340,16 +343,18 @@ impl PathConns {
             (params, dev.local_dma_lkey())
         };
         let ius = self.info_ius.as_ref().ok_or(EINVAL)?;
-        let con0 = &self.cons.first().ok_or(EINVAL)?.con;
+        let con0 = self.cons.first().ok_or(EINVAL)?.con();
         shared.info_rsp.store(INFO_RSP_NONE, Ordering::Release);
         shared.state_changed.reinit();
         {
             let g = RcuGuard::new();
             let qp = con0.qp(&g).ok_or(EINVAL)?.qp();
-            // SAFETY: `ius` stays in `self.info_ius` until after the drain in `close`.
+            // SAFETY: `ius` stays in `self.info_ius` until after the drain in
+            // `teardown`; `rx` is read only once its completion has reported
+            // INFO_RSP_OK.
             unsafe { qp.post_recv(&ius.rx, lkey) }
                 .inspect_err(|e| pr_err!("{}: rtrs_iu_post_recv(), err: {:?}\n", sess, e))?;
-            // SAFETY: As above.
+            // SAFETY: As above; `tx` is not written after `fill_for_device`.
             unsafe { qp.post_send(&ius.tx, RtrsMsgInfoReq::SIZE, lkey) }
                 .inspect_err(|e| pr_err!("{}: rtrs_iu_post_send(), err: {:?}\n", sess, e))?;
         }
@@ -428,11 +433,11 @@ impl PathConns {
         let mut taken = KVec::new();
         for slot in self.cons.iter() {
             // A late ADDR_RESOLVED creates nothing from now on.
-            slot.con.con_mutex.lock().destroyed = true;
+            slot.con().con_mutex.lock().destroyed = true;
             slot.cm_id.disconnect();
             // On ENOMEM this one is drained and destroyed right here, after
             // its grace period (`ConQp` drains when dropped).
-            let _ = taken.push(slot.con.take_qp(), GFP_KERNEL);
+            let _ = taken.push(slot.con().take_qp(), GFP_KERNEL);
         }
         let mut qps = KVec::new();
         for q in Retired::wait_all(taken).flatten() {

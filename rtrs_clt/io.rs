@@ -30,14 +30,14 @@ use crate::rtrs_core::proto::{
 use crate::stats::PathStats;
 use crate::sync::{RcuGuard, SlotCell, SlotMut};
 use crate::verbs::{
-    first_cqe_done, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
-    QpOwner, SgList,
+    first_cqe_done, static_cqe, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg,
+    Mr, Qp, QpOwner, SgList,
 };
 
 /// What the IO path uses of the connection it posts on and completes from:
 /// a narrow handle, so that IO does not depend on the connection's type
 /// (the connection implements it and is the QP's `qp_context`).
-pub(crate) trait IoCon: QpOwner + Sized {
+pub(crate) trait IoCon: QpOwner + Sized + 'static {
     /// The session's name, for log lines.
     fn sess(&self) -> &CStr;
     /// The QP while `g` is held, for posting from any context; `None`
@@ -46,8 +46,6 @@ pub(crate) trait IoCon: QpOwner + Sized {
     /// The send flags of the next request (`IB_SEND_SIGNALED` every
     /// `signal_interval` sends).
     fn next_send_flags(&self) -> c_int;
-    /// The `ib_cqe` of fast registrations (see `FastRegDone`).
-    fn fast_reg_cqe(&self) -> *mut bindings::ib_cqe;
     /// The path's statistics.
     fn stats(&self) -> &PathStats;
     /// Starts the path's error recovery (any context).
@@ -64,12 +62,14 @@ pub(crate) struct ReqDone<C>(PhantomData<C>);
 
 impl<C: IoCon> IuDone for ReqDone<C> {
     type Ctx = C;
+    type State = ();
     fn done(con: &C, _iu: &Iu<Self>, wc: &bindings::ib_wc) {
         con.req_iu_done(wc);
     }
 }
 
-/// `ib_cqe.done` of `fast_reg_cqe`: only failed IB_WR_REG_MR complete.
+/// `fast_reg_cqe` of C (a constant here, see `verbs::static_cqe`): only
+/// failed IB_WR_REG_MR complete.
 pub(crate) struct FastRegDone<C>(PhantomData<C>);
 
 impl<C: IoCon> CqeHandler for FastRegDone<C> {
@@ -585,7 +585,7 @@ impl<C: IoCon> IoCtx<C> {
             wr: bindings::ib_send_wr {
                 next: &mut wr.wr,
                 __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: con.fast_reg_cqe(),
+                    wr_cqe: static_cqe::<FastRegDone<C>>(),
                 },
                 opcode: bindings::ib_wr_opcode_IB_WR_REG_MR,
                 ..Default::default()
@@ -597,9 +597,12 @@ impl<C: IoCon> IoCtx<C> {
         let head: *const bindings::ib_send_wr = if fr_en { &rwr.wr } else { &wr.wr };
         // The completion may run as soon as the request is posted.
         own.post();
-        // SAFETY: The SGEs point to the mapped IU and MR, which live as long
-        // as the path's `IoCtx` (freed after the QPs are drained); the cqes
-        // live as long as `con` and `req`, and expect a `C`.
+        // SAFETY: `head` and the requests it chains live across the call.
+        // The SGEs point into the slot's IU, and the MR registered is the
+        // slot's: both live in the path's `IoCtx`, freed only after the QPs
+        // are drained. The write's cqe is that IU's; the fast-reg cqe is
+        // the constant `static_cqe::<FastRegDone<C>>()`, which never goes
+        // away; both expect a `C`, the context of `qp` (`IoCon::qp`).
         let res = unsafe { qp.post_send_wr(head) };
         if let Err(e) = res {
             pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);

@@ -1,23 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Thin safe wrappers over small kernel services the 6.12 kernel crate
-//! does not cover: uuid generation, CPU ids, the clock, msleep, random
-//! numbers.
+//! Thin wrappers over small kernel services the 6.12 kernel crate does not
+//! cover: uuid generation, CPU ids, the clock, msleep, random numbers. The
+//! C functions behind them are sound for every argument, so they are
+//! declared `safe` (bindings/safe.rs, where each says why).
 
 use crate::bindings;
 
 /// `uuid_gen`: a random (version 4) UUID.
 pub(crate) fn uuid_gen() -> [u8; 16] {
     let mut u = bindings::uuid_t::default();
-    // SAFETY: `u` is a valid, writable uuid_t.
-    unsafe { bindings::uuid_gen(&mut u) };
+    bindings::uuid_gen(&mut u);
     u.b
 }
 
 /// `nr_cpu_ids`.
 pub(crate) fn nr_cpu_ids() -> u32 {
-    // SAFETY: No preconditions; reads a variable fixed after boot.
-    unsafe { bindings::rtrs_rs_nr_cpu_ids() }
+    bindings::rtrs_rs_nr_cpu_ids()
 }
 
 /// `ktime_get()` in nanoseconds.
@@ -28,22 +27,20 @@ pub(crate) fn ktime_get_ns() -> i64 {
 /// `raw_smp_processor_id()`: the CPU this runs on, which may change right
 /// after unless preemption is off.
 pub(crate) fn this_cpu_id() -> u32 {
-    // SAFETY: No preconditions.
-    unsafe { bindings::rtrs_rs_raw_smp_processor_id() }
+    bindings::rtrs_rs_raw_smp_processor_id()
 }
 
 /// `cpu_possible(cpu)` (false at and beyond `nr_cpu_ids`).
 pub(crate) fn cpu_possible(cpu: u32) -> bool {
-    // SAFETY: No preconditions.
-    unsafe { bindings::rtrs_rs_cpu_possible(cpu) }
+    bindings::rtrs_rs_cpu_possible(cpu)
 }
 
 /// The possible CPUs, as `for_each_possible_cpu`.
 pub(crate) fn possible_cpus() -> impl Iterator<Item = u32> {
     let mut prev: i32 = -1;
     core::iter::from_fn(move || {
-        // SAFETY: No preconditions; -1 starts the walk.
-        let cpu = unsafe { bindings::rtrs_rs_next_possible_cpu(prev) };
+        // -1 starts the walk.
+        let cpu = bindings::rtrs_rs_next_possible_cpu(prev);
         if cpu >= nr_cpu_ids() {
             return None;
         }
@@ -52,25 +49,21 @@ pub(crate) fn possible_cpus() -> impl Iterator<Item = u32> {
     })
 }
 
-/// The module parameters `hb_interval_ms` and `hb_missed_max`, unchecked.
+/// The module parameters `hb_interval_ms` and `hb_missed_max`, unchecked
+/// (fixed after load: 0444).
 pub(crate) fn hb_module_params() -> (u32, u32) {
-    // SAFETY: No preconditions; the parameters are fixed after load (0444).
-    unsafe {
-        (
-            bindings::rtrs_rs_param_hb_interval_ms(),
-            bindings::rtrs_rs_param_hb_missed_max(),
-        )
-    }
+    (
+        bindings::rtrs_rs_param_hb_interval_ms(),
+        bindings::rtrs_rs_param_hb_missed_max(),
+    )
 }
 
-/// `msleep(ms)`. Process context only.
+/// `msleep(ms)`. Process context only (callers are works and sysfs writes).
 pub(crate) fn msleep(ms: u32) {
-    // SAFETY: No memory preconditions; callers are works and sysfs writes.
-    unsafe { bindings::rtrs_rs_msleep(ms) };
+    bindings::rtrs_rs_msleep(ms);
 }
 
 /// `get_random_u32_below(ceil)`.
 pub(crate) fn random_below(ceil: u32) -> u32 {
-    // SAFETY: No preconditions.
-    unsafe { bindings::rtrs_rs_get_random_u32_below(ceil) }
+    bindings::rtrs_rs_get_random_u32_below(ceil)
 }

@@ -38,10 +38,10 @@ unsafe impl<T: Zeroed> Sync for PerCpu<T> {}
 impl<T: Zeroed> PerCpu<T> {
     /// `alloc_percpu(T)`, zeroed.
     pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No preconditions; a null return is an allocation failure.
-        let p = unsafe {
-            bindings::rtrs_rs_alloc_percpu(core::mem::size_of::<T>(), core::mem::align_of::<T>())
-        };
+        // A null return is an allocation failure.
+        let p =
+            bindings::rtrs_rs_alloc_percpu(core::mem::size_of::<T>(), core::mem::align_of::<T>());
+        // INVARIANT: sized and aligned for `T`, zeroed, and ours.
         Ok(Self {
             p: NonNull::new(p).ok_or(ENOMEM)?,
             _t: PhantomData,

@@ -18,8 +18,10 @@ use crate::rtrs_core::imm;
 ///
 /// # Invariants
 ///
-/// `base` points to `queue_depth * psize` bytes owned by `_store`; `wq` is
-/// an initialised wait queue head freed in drop.
+/// `base` points to `queue_depth * psize` bytes owned by `_store`, 8-byte
+/// aligned, which begin zeroed; `psize` is a multiple of 8 of at least the
+/// size of an `RtrsPermit`; `wq` is an initialised wait queue head freed
+/// in drop.
 pub(crate) struct Permits {
     map: KVec<AtomicU64>,
     _store: KVec<u64>,
@@ -29,8 +31,8 @@ pub(crate) struct Permits {
     wq: NonNull<bindings::wait_queue_head>,
 }
 
-// SAFETY: Bit ownership in `map` serialises writes to each permit; the wait
-// queue is thread safe.
+// SAFETY: Bit ownership in `map` serialises the writes to each permit's
+// header, which are atomic besides; the wait queue is thread safe.
 unsafe impl Send for Permits {}
 // SAFETY: As above.
 unsafe impl Sync for Permits {}
@@ -66,8 +68,9 @@ impl Permits {
         for _ in 0..words {
             map.push(AtomicU64::new(0), GFP_KERNEL)?;
         }
-        // SAFETY: No preconditions.
-        let wq = NonNull::new(unsafe { bindings::rtrs_rs_waitq_alloc() }).ok_or(ENOMEM)?;
+        let wq = NonNull::new(bindings::rtrs_rs_waitq_alloc()).ok_or(ENOMEM)?;
+        // INVARIANT: `store` is `bytes` zeroed bytes of `u64`s, and `wq` was
+        // just initialised.
         let p = Self {
             map,
             _store: store,
@@ -79,26 +82,31 @@ impl Permits {
         for i in 0..queue_depth {
             let mem_off = imm::rtrs_permit_mem_off(queue_depth, i).map_err(|_| EINVAL)?;
             let permit = p.permit(i).ok_or(EINVAL)?;
-            // SAFETY: In bounds (`permit`), aligned, and not shared yet.
-            unsafe {
-                permit.write(RtrsPermit {
-                    con_type: 0,
-                    cpu_id: 0,
-                    mem_id: i,
-                    mem_off,
-                })
-            };
+            permit.mem_id.store(i, Ordering::Relaxed);
+            permit.mem_off.store(mem_off, Ordering::Relaxed);
         }
         Ok(p)
     }
 
-    fn permit(&self, i: u32) -> Option<*mut RtrsPermit> {
+    /// Where permit `i` starts (what rnbd gets: the header, then its pdu).
+    fn permit_ptr(&self, i: u32) -> Option<*mut RtrsPermit> {
         if i >= self.queue_depth {
             return None;
         }
         let off = usize::try_from(i).ok()?.checked_mul(self.psize)?;
-        // SAFETY: `off` is below `queue_depth * psize`, inside the storage.
-        Some(unsafe { self.base.add(off) }.cast())
+        // In the storage: `off` is below `queue_depth * psize`.
+        Some(self.base.wrapping_add(off).cast())
+    }
+
+    /// The header of permit `i`.
+    fn permit(&self, i: u32) -> Option<&RtrsPermit> {
+        let p = self.permit_ptr(i)?;
+        // SAFETY: By the type invariant `p` is inside the storage with a
+        // whole `RtrsPermit` after it (`i < queue_depth`, `psize` covers
+        // one), 8-byte aligned, and lives as long as `self`; all-zero bytes
+        // are a valid header of atomics, and it is only changed through
+        // them (rnbd uses the pdu after it).
+        Some(unsafe { &*p })
     }
 
     /// The index of `p` if it is one of ours.
@@ -134,13 +142,12 @@ impl Permits {
             if word.fetch_or(mask, Ordering::Acquire) & mask != 0 {
                 continue;
             }
+            // We own bit `idx`: nobody else writes this permit now.
             let p = self.permit(idx)?;
-            // SAFETY: We own bit `idx`, so nobody else writes this permit.
-            unsafe {
-                (*p).cpu_id = crate::misc::this_cpu_id();
-                (*p).con_type = con_type;
-            }
-            return Some(p);
+            p.cpu_id
+                .store(crate::misc::this_cpu_id(), Ordering::Relaxed);
+            p.con_type.store(con_type, Ordering::Relaxed);
+            return self.permit_ptr(idx);
         }
     }
 
@@ -158,10 +165,14 @@ impl Permits {
         unsafe { bindings::rtrs_rs_waitq_wake(self.wq.as_ptr()) };
     }
 
-    /// Sleeps (uninterruptibly) until `cond(ctx)`.
-    fn wait(&self, cond: unsafe extern "C" fn(*mut c_void) -> bool, ctx: *mut c_void) {
-        // SAFETY: `wq` is initialised; `cond` and `ctx` are valid for the call.
-        unsafe { bindings::rtrs_rs_waitq_wait(self.wq.as_ptr(), Some(cond), ctx) };
+    /// Sleeps (uninterruptibly) until `cond()`, which runs on this thread
+    /// only (first, then after each wake-up).
+    fn wait_until<F: FnMut() -> bool>(&self, mut cond: F) {
+        let ctx: *mut F = &mut cond;
+        // SAFETY: `wq` is initialised (type invariant); `call_cond::<F>` is
+        // given `ctx`, an `F` that this thread alone uses until the call
+        // returns.
+        unsafe { bindings::rtrs_rs_waitq_wait(self.wq.as_ptr(), Some(call_cond::<F>), ctx.cast()) };
     }
 
     /// `rtrs_clt_get_permit` with RTRS_PERMIT_WAIT: a permit, sleeping
@@ -170,20 +181,20 @@ impl Permits {
         if let Some(p) = self.try_get(con_type) {
             return p;
         }
-        let mut ctx = GetCtx {
-            permits: self,
-            con_type,
-            got: core::ptr::null_mut(),
-        };
-        let ctxp: *mut GetCtx<'_> = &mut ctx;
-        self.wait(try_get_permit, ctxp.cast());
-        ctx.got
+        let mut got = core::ptr::null_mut();
+        self.wait_until(|| match self.try_get(con_type) {
+            Some(p) => {
+                got = p;
+                true
+            }
+            None => false,
+        });
+        got
     }
 
     /// `free_permits`' wait: until every permit is back.
     pub(crate) fn wait_all_free(&self) {
-        let ctx: *mut c_void = (self as *const Self).cast_mut().cast();
-        self.wait(permits_all_free, ctx);
+        self.wait_until(|| self.all_free());
     }
 
     /// `rtrs_clt_put_permit`: frees `p` and wakes a waiter.
@@ -209,37 +220,13 @@ pub(crate) enum PutError {
     NotInUse,
 }
 
-/// `wait_event` condition of `free_permits`.
+/// The `wait_event` condition of `Permits::wait_until`: `ctx` is its `F`.
 ///
 /// # Safety
 ///
-/// `ctx` is a live `Permits`.
-unsafe extern "C" fn permits_all_free(ctx: *mut c_void) -> bool {
+/// `ctx` points to an `F` that the calling thread alone uses.
+unsafe extern "C" fn call_cond<F: FnMut() -> bool>(ctx: *mut c_void) -> bool {
     // SAFETY: By the function's contract.
-    let p = unsafe { &*ctx.cast::<Permits>() };
-    p.all_free()
-}
-
-/// Context of `try_get_permit`.
-struct GetCtx<'a> {
-    permits: &'a Permits,
-    con_type: u32,
-    got: *mut RtrsPermit,
-}
-
-/// The retry condition of `rtrs_clt_get_permit` (WAIT).
-///
-/// # Safety
-///
-/// `ctx` is a live `GetCtx`, used by this thread only.
-unsafe extern "C" fn try_get_permit(ctx: *mut c_void) -> bool {
-    // SAFETY: By the function's contract.
-    let c = unsafe { &mut *ctx.cast::<GetCtx<'_>>() };
-    match c.permits.try_get(c.con_type) {
-        Some(p) => {
-            c.got = p;
-            true
-        }
-        None => false,
-    }
+    let cond = unsafe { &mut *ctx.cast::<F>() };
+    cond()
 }

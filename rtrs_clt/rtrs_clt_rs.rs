@@ -10,18 +10,21 @@
 //! Layout of the crate:
 //! - `bindings`: bindgen output for ib_verbs, rdma_cm and the C helpers;
 //! - `rtrs_core`: the kernel-independent logic, shared with host tests;
+//! - `error`: C's errnos (the layers above use them, `verbs` first);
 //! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
-//!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, and the
+//!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, work requests,
+//!   `QpRing`: a connection's QP with its CQ and receive buffers, and the
 //!   completion trampolines);
-//! - `cm`: an owning rdma_cm id wrapper with its event handler trampoline;
+//! - `cm`: an owning rdma_cm id wrapper, which holds the id's owner (its
+//!   context), with its event handler trampoline;
 //! - `dev_event`: a device's asynchronous events (port, GID, fatal);
 //! - `sync`: `struct completion`, RCU read sections, and the ownership
 //!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
 //!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot
 //!   handed between submitter and completion);
-//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers;
+//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers (C functions
+//!   declared `safe` in `bindings/safe.rs`);
 //! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
-//! - `error`: C's errnos;
 //! - `log`: rate-limited logging for completion context;
 //! - `trace`: the trace events (system `rtrs_clt`: C's three and this
 //!   module's own);

@@ -139,7 +139,8 @@ impl PathViews for LiveViews<'_> {
     }
 
     fn view(&self, i: usize) -> Option<PathView> {
-        let sh = self.list.get(i, self.g)?.sp.shared();
+        let e = self.list.get(i, self.g)?;
+        let sh = e.sp.shared();
         let view = PathView::new(
             sh.state(),
             sh.stats.inflight(),
@@ -600,9 +601,9 @@ impl Sess {
             data_len,
             sg_nents: sg.nents(),
             user: Cell::new(Some(UserReq { conf, sg })),
-            con_type: permit.con_type,
-            cpu_id: permit.cpu_id,
-            mem_id: permit.mem_id,
+            con_type: permit.con_type.load(Ordering::Relaxed),
+            cpu_id: permit.cpu_id.load(Ordering::Relaxed),
+            mem_id: permit.mem_id.load(Ordering::Relaxed),
         };
         self.issue(&r, None)
     }

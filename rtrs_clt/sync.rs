@@ -9,6 +9,7 @@
 
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -104,8 +105,8 @@ pub(crate) struct RcuGuard(core::marker::PhantomData<*mut ()>);
 impl RcuGuard {
     /// `rcu_read_lock()`.
     pub(crate) fn new() -> Self {
-        // SAFETY: No preconditions; paired with the unlock in drop.
-        unsafe { bindings::rtrs_rs_rcu_read_lock() };
+        // Paired with the unlock in drop.
+        bindings::rtrs_rs_rcu_read_lock();
         Self(core::marker::PhantomData)
     }
 }
@@ -121,8 +122,8 @@ impl Drop for RcuGuard {
 /// `synchronize_rcu()`: every `RcuGuard` taken before this call has been
 /// dropped when it returns. Sleeps.
 pub(crate) fn synchronize_rcu() {
-    // SAFETY: Process context (callers are works and sysfs/API paths).
-    unsafe { bindings::rtrs_rs_synchronize_rcu() };
+    // Process context (callers are works and sysfs/API paths).
+    bindings::rtrs_rs_synchronize_rcu();
 }
 
 /// A `KBox<T>` published to RCU readers: readers see it through
@@ -132,12 +133,10 @@ pub(crate) fn synchronize_rcu() {
 ///
 /// # Invariants
 ///
-/// `p` is null or comes from `KBox::into_raw` and is owned by this
-/// `RcuBox`. A box taken out by [`RcuBox::replace`] is freed (or handed
-/// back) only after `synchronize_rcu` returned.
+/// A box taken out of `p` by [`RcuBox::replace`] is freed (or handed back)
+/// only after `synchronize_rcu` returned.
 pub(crate) struct RcuBox<T> {
-    p: AtomicPtr<T>,
-    _own: PhantomData<KBox<T>>,
+    p: OwnedPtr<T>,
 }
 
 // SAFETY: The box is owned (as a `KBox<T>`) and moves with the `RcuBox`.
@@ -150,35 +149,24 @@ impl<T> RcuBox<T> {
     /// Nothing published.
     pub(crate) const fn empty() -> Self {
         Self {
-            p: AtomicPtr::new(core::ptr::null_mut()),
-            _own: PhantomData,
+            p: OwnedPtr::null(),
         }
     }
 
     /// The published value, for as long as `_g` is held.
     pub(crate) fn get<'a>(&'a self, _g: &'a RcuGuard) -> Option<&'a T> {
-        let p = self.p.load(Ordering::Acquire);
-        // SAFETY: By the type invariant a non-null `p` is a live box, freed
-        // only after a grace period that `_g` holds off.
+        let p = self.p.load();
+        // SAFETY: A non-null `p` is a live box (`OwnedPtr`), and once taken
+        // out it is freed only after a grace period (type invariant), which
+        // `_g` holds off.
         unsafe { p.as_ref() }
     }
 
     /// Publishes `new` (or nothing) and returns what was published, which
     /// readers may still hold until a grace period has passed.
     pub(crate) fn replace(&self, new: Option<KBox<T>>) -> Retired<T> {
-        let n = new.map_or(core::ptr::null_mut(), KBox::into_raw);
-        Retired(NonNull::new(self.p.swap(n, Ordering::AcqRel)))
-    }
-}
-
-impl<T> Drop for RcuBox<T> {
-    fn drop(&mut self) {
-        let p = *self.p.get_mut();
-        if !p.is_null() {
-            // SAFETY: By the type invariant; `&mut self` means no `get`
-            // borrow of it is alive.
-            drop(unsafe { KBox::from_raw(p) });
-        }
+        // INVARIANT: `Retired` frees it only after `synchronize_rcu`.
+        Retired(self.p.swap(new))
     }
 }
 
@@ -196,20 +184,20 @@ impl<T> Retired<T> {
     /// Waits for a grace period (always: the caller may rely on it for
     /// readers of other state too) and returns the box, now only ours.
     /// Sleeps.
-    pub(crate) fn wait(mut self) -> Option<KBox<T>> {
-        synchronize_rcu();
-        // SAFETY: The pointer came from `KBox::into_raw` (the invariant of
-        // the `RcuBox` it was published in) and readers are gone.
-        self.0.take().map(|p| unsafe { KBox::from_raw(p.as_ptr()) })
+    pub(crate) fn wait(self) -> Option<KBox<T>> {
+        Self::wait_all(Some(self)).next().flatten()
     }
 
     /// [`Retired::wait`] for several at once: one grace period for all,
     /// then each box in order. Sleeps.
-    pub(crate) fn wait_all(v: KVec<Self>) -> impl Iterator<Item = Option<KBox<T>>> {
+    pub(crate) fn wait_all(
+        v: impl IntoIterator<Item = Self>,
+    ) -> impl Iterator<Item = Option<KBox<T>>> {
         synchronize_rcu();
         v.into_iter().map(|mut r| {
-            // SAFETY: As in `wait`: from `KBox::into_raw`, and the grace
-            // period above started after it was taken out.
+            // SAFETY: The pointer is the box an `RcuBox` owned (from
+            // `KBox::into_raw`, see `OwnedPtr`), taken out before the grace
+            // period above started, so no reader holds it any more.
             r.0.take().map(|p| unsafe { KBox::from_raw(p.as_ptr()) })
         })
     }
@@ -239,8 +227,9 @@ impl<T> Drop for Retired<T> {
 /// The first `num` slots hold pointers from `Arc::into_raw`, each owning
 /// one reference; a slot may transiently repeat its neighbour or read null
 /// while `remove` shifts; the rest are null. Slots change only under
-/// `writer`, and a reference taken out of the array is given up only after
-/// a grace period.
+/// `writer`; readers look only below `num`; and a reference taken out of
+/// the array is given up only after a grace period that started once no
+/// reader could reach it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct RcuArray<T, W> {
     slots: KVec<AtomicPtr<T>>,
@@ -249,6 +238,20 @@ pub(crate) struct RcuArray<T, W> {
     writer: Mutex<W>,
     _own: PhantomData<Arc<T>>,
 }
+
+/// What keeps the entries an [`RcuArray`] lists from being freed for `'a`.
+enum Keep<'a, T, W> {
+    /// An RCU read section: an entry taken out is given up only after a
+    /// grace period. (Borrowed, not read: the borrow is what counts.)
+    Rcu(#[allow(dead_code)] &'a RcuGuard),
+    /// The array's writers' lock: entries leave only under it.
+    Writer(&'a RcuArrayGuard<'a, T, W>),
+}
+
+/// Made only where no reader can reach an [`RcuArray`]'s slots any more:
+/// while it is dropped, and by `take_all` (nothing listed, after a grace
+/// period, writers locked out).
+struct NoReaders(());
 
 impl<T: Send + Sync, W> RcuArray<T, W> {
     /// An empty array of `cap` slots, with `writer` as its writers' lock.
@@ -270,17 +273,33 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
         self.num.load(Ordering::Acquire)
     }
 
-    /// The entry at `i`, for as long as `_g` is held.
-    pub(crate) fn get<'a>(&'a self, i: usize, _g: &'a RcuGuard) -> Option<&'a T> {
-        let p = self.slots.get(i)?.load(Ordering::Acquire);
-        // SAFETY: By the type invariant a listed entry holds a reference
-        // until a grace period after it leaves, which `_g` holds off.
-        unsafe { p.as_ref() }
+    /// The entry at `i`, for as long as `g` is held.
+    pub(crate) fn get<'a>(&'a self, i: usize, g: &'a RcuGuard) -> Option<ArcBorrow<'a, T>> {
+        self.entry(i, Keep::Rcu(g))
     }
 
     /// The entries in order with their index, for as long as `g` is held.
-    pub(crate) fn iter<'a>(&'a self, g: &'a RcuGuard) -> impl Iterator<Item = (usize, &'a T)> {
+    pub(crate) fn iter<'a>(
+        &'a self,
+        g: &'a RcuGuard,
+    ) -> impl Iterator<Item = (usize, ArcBorrow<'a, T>)> {
         (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
+    }
+
+    /// The entry at `i`, which `keep` keeps for `'a`.
+    fn entry<'a>(&'a self, i: usize, keep: Keep<'a, T, W>) -> Option<ArcBorrow<'a, T>> {
+        match keep {
+            Keep::Rcu(_) if i >= self.len() => return None,
+            Keep::Writer(g) if !core::ptr::eq(g.a, self) => return None,
+            _ => {}
+        }
+        let p = self.slots.get(i)?.load(Ordering::Acquire);
+        // SAFETY: By the type invariant a non-null slot a reader may look
+        // at holds a pointer from `Arc::into_raw` that owns a reference,
+        // given up only under the writers' mutex and after a grace period:
+        // `keep` holds an RCU read section, or this array's writers' mutex,
+        // for `'a`.
+        (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) })
     }
 
     /// The writers' mutex, for `LockedBy` data that it guards.
@@ -297,17 +316,25 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
     }
 }
 
+impl<T, W> RcuArray<T, W> {
+    /// Takes the first `n` slots' references out, nulling the slots.
+    fn drain(&self, n: usize, _no_readers: NoReaders) -> impl Iterator<Item = Arc<T>> + '_ {
+        self.slots.iter().take(n).filter_map(|s| {
+            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: By the type invariant a non-null slot owns a reference
+            // from `Arc::into_raw`, which now leaves it; no reader can hold
+            // it (`NoReaders`).
+            (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
+        })
+    }
+}
+
 #[pinned_drop]
 impl<T, W> PinnedDrop for RcuArray<T, W> {
     fn drop(self: Pin<&mut Self>) {
-        for s in self.slots.iter() {
-            let p = s.swap(core::ptr::null_mut(), Ordering::Relaxed);
-            if !p.is_null() {
-                // SAFETY: By the type invariant; being dropped, the array
-                // has no reader left.
-                drop(unsafe { Arc::from_raw(p) });
-            }
-        }
+        let n = self.slots.len();
+        // Being dropped, the array has no reader left.
+        self.drain(n, NoReaders(())).for_each(drop);
     }
 }
 
@@ -333,27 +360,14 @@ impl<T, W> DerefMut for RcuArrayGuard<'_, T, W> {
 
 impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
     /// The entries in order; the caller may sleep (no writer runs).
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = ArcBorrow<'_, T>> + '_ {
         let a = self.a;
-        (0..a.len()).filter_map(move |i| {
-            let p = a.slots.get(i)?.load(Ordering::Acquire);
-            // SAFETY: By the type invariant, entries leave only under the
-            // writers' mutex, which `self` holds.
-            unsafe { p.as_ref() }
-        })
+        (0..a.len()).filter_map(move |i| a.entry(i, Keep::Writer(self)))
     }
 
     /// A reference to the first entry for which `is` holds.
     pub(crate) fn find(&self, is: impl Fn(&T) -> bool) -> Option<Arc<T>> {
-        let a = self.a;
-        (0..a.len()).find_map(|i| {
-            let p = a.slots.get(i)?.load(Ordering::Acquire);
-            // SAFETY: By the type invariant a listed slot holds a pointer
-            // from `Arc::into_raw` whose reference it owns, and entries
-            // leave only under the writers' mutex, which `self` holds.
-            let b = unsafe { (!p.is_null()).then(|| ArcBorrow::from_raw(p)) }?;
-            is(&b).then(|| Arc::from(b))
-        })
+        self.iter().find(|e| is(&**e)).map(Arc::from)
     }
 
     /// `rtrs_clt_add_path_to_arr`: appends `e`; gives it back when full.
@@ -373,7 +387,7 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
     pub(crate) fn remove(&mut self, is: impl Fn(&T) -> bool) -> Option<(usize, Arc<T>)> {
         let a = self.a;
         let n = a.len();
-        let i = self.iter().position(is)?;
+        let i = self.iter().position(|e| is(&*e))?;
         let p = a.slots.get(i)?.load(Ordering::Acquire);
         if p.is_null() {
             return None;
@@ -404,14 +418,11 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
         a.num.store(0, Ordering::Release);
         synchronize_rcu();
         let mut v = KVec::new();
-        for s in a.slots.iter().take(n) {
-            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
-            if !p.is_null() {
-                // SAFETY: As in `remove`.
-                let e = unsafe { Arc::from_raw(p) };
-                // On ENOMEM the entry is dropped right here.
-                let _ = v.push(e, GFP_KERNEL);
-            }
+        // Readers look below `num` only, and those that saw it above 0 are
+        // gone; writers are locked out.
+        for e in a.drain(n, NoReaders(())) {
+            // On ENOMEM the entry is dropped right here.
+            let _ = v.push(e, GFP_KERNEL);
         }
         v
     }
@@ -510,45 +521,86 @@ impl<T> DerefMut for SlotMut<'_, T> {
 ///
 /// # Invariants
 ///
-/// `p` is null or comes from `KBox::into_raw`, is owned by this `OnceBox`
-/// and is never changed again until drop.
+/// Once `p` is set (non-null) it is not changed again until drop.
 pub(crate) struct OnceBox<T> {
-    p: AtomicPtr<T>,
-    _own: PhantomData<KBox<T>>,
+    p: OwnedPtr<T>,
 }
 
 impl<T: Send + Sync> OnceBox<T> {
     /// Not set.
     pub(crate) const fn empty() -> Self {
         Self {
-            p: AtomicPtr::new(core::ptr::null_mut()),
-            _own: PhantomData,
+            p: OwnedPtr::null(),
         }
     }
 
     /// Sets the value; gives it back if one was set already.
     pub(crate) fn set(&self, v: KBox<T>) -> core::result::Result<(), KBox<T>> {
-        let p = KBox::into_raw(v);
+        // INVARIANT: only ever set from null.
+        self.p.set_if_null(v)
+    }
+
+    /// The value, once set.
+    pub(crate) fn get(&self) -> Option<&T> {
+        // SAFETY: A non-null `p` is a live box (`OwnedPtr`) that is never
+        // changed again (type invariant), so it lives as long as `self`.
+        unsafe { self.p.load().as_ref() }
+    }
+}
+
+/// The owning pointer of [`RcuBox`] and [`OnceBox`]: nothing, or a box.
+///
+/// # Invariants
+///
+/// `p` is null or is the pointer of a `KBox` whose ownership this value
+/// took (`KBox::into_raw`, or the box's pointer with the box never dropped).
+struct OwnedPtr<T> {
+    p: AtomicPtr<T>,
+    _own: PhantomData<KBox<T>>,
+}
+
+impl<T> OwnedPtr<T> {
+    const fn null() -> Self {
+        Self {
+            p: AtomicPtr::new(core::ptr::null_mut()),
+            _own: PhantomData,
+        }
+    }
+
+    /// The box, or null (acquire: its contents are visible).
+    fn load(&self) -> *mut T {
+        self.p.load(Ordering::Acquire)
+    }
+
+    /// Stores `new` (or nothing) and gives up the box that was stored: its
+    /// owner is now the caller.
+    fn swap(&self, new: Option<KBox<T>>) -> Option<NonNull<T>> {
+        let n = new.map_or(core::ptr::null_mut(), KBox::into_raw);
+        NonNull::new(self.p.swap(n, Ordering::AcqRel))
+    }
+
+    /// Stores `v` if nothing is stored; else gives it back.
+    fn set_if_null(&self, v: KBox<T>) -> core::result::Result<(), KBox<T>> {
+        // Not dropped here: stored, the box is owned through its pointer;
+        // refused, it is handed back whole, never rebuilt from a pointer.
+        let mut v = ManuallyDrop::new(v);
+        // What `KBox::into_raw` would return.
+        let p: *mut T = &mut **v;
         match self.p.compare_exchange(
             core::ptr::null_mut(),
             p,
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
+            // INVARIANT: `p` is the box's, and the box is never dropped
+            // (`ManuallyDrop`): `self` owns it now.
             Ok(_) => Ok(()),
-            // SAFETY: `p` came from `into_raw` just above and was not stored.
-            Err(_) => Err(unsafe { KBox::from_raw(p) }),
+            Err(_) => Err(ManuallyDrop::into_inner(v)),
         }
-    }
-
-    /// The value, once set.
-    pub(crate) fn get(&self) -> Option<&T> {
-        // SAFETY: By the type invariant a set value lives as long as `self`.
-        unsafe { self.p.load(Ordering::Acquire).as_ref() }
     }
 }
 
-impl<T> Drop for OnceBox<T> {
+impl<T> Drop for OwnedPtr<T> {
     fn drop(&mut self) {
         let p = *self.p.get_mut();
         if !p.is_null() {

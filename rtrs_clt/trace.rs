@@ -114,8 +114,7 @@ pub(crate) enum Event<'a> {
 
 /// Whether anyone listens to `kind`. Any context.
 pub(crate) fn on(kind: Kind) -> bool {
-    // SAFETY: No preconditions: a static-key test of one event.
-    unsafe { bindings::rtrs_rs_trace_enabled(kind.raw()) }
+    bindings::rtrs_rs_trace_enabled(kind.raw())
 }
 
 fn s(b: &[u8]) -> bindings::rtrs_rs_trace_str {

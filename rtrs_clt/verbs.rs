@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Owning wrappers over ib_verbs: the ib_client, the per-device PD pool,
-//! completion queues, queue pairs and DMA-mapped information units (IUs).
+//! completion queues, queue pairs and DMA-mapped information units (IUs),
+//! and the work requests posted on a QP.
 //!
-//! Each wrapper releases its object in `Drop`. The safe order between them
-//! (QP before CQ, both before the cm id, IUs before the device goes, the PD
-//! last) is kept by their owner, `clt::ConQp` with `conns::ConSlot`, and
-//! written down there.
+//! Each wrapper releases its object in `Drop`. A QP is drained before it is
+//! destroyed; every post goes through its `PostGate`, which refuses posts
+//! once a drain has begun, so a drained QP stays drained. A ring buffer is
+//! posted at most once at a time (its `held` flag), and only a successful
+//! receive hands it back to its handler, as a [`RingIu`] that a repost
+//! consumes. [`QpRing`] holds a connection's QP with its CQ and its
+//! receive buffers in the order that keeps everything posted alive until
+//! the drain (QP, then buffers, then CQ). The order between a QP ring, its
+//! cm id and its device (ring before cm id, device reference last) is kept
+//! by their owner, `conns::ConSlot`, and written down there.
 
 use core::marker::PhantomData;
 use core::pin::Pin;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::c_int;
@@ -21,17 +28,7 @@ use kernel::sync::{Arc, Mutex};
 use kernel::types::Opaque;
 
 use crate::bindings;
-
-/// The name of an ib_device, for logging.
-///
-/// # Safety
-///
-/// `ibdev` must point to a live, registered `ib_device`.
-pub(crate) unsafe fn ib_dev_name<'a>(ibdev: *const bindings::ib_device) -> &'a CStr {
-    // SAFETY: The caller guarantees `ibdev` is live; a registered device has a
-    // NUL-terminated name that lives as long as the device.
-    unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(ibdev)) }
-}
+use crate::error::econnaborted;
 
 /// `ib_client.add`: called for every RDMA device, present and future.
 ///
@@ -39,8 +36,9 @@ pub(crate) unsafe fn ib_dev_name<'a>(ibdev: *const bindings::ib_device) -> &'a C
 ///
 /// Called by the IB core only, with a registered device.
 unsafe extern "C" fn rtrs_rs_ib_add_one(ibdev: *mut bindings::ib_device) -> kernel::ffi::c_int {
-    // SAFETY: The IB core calls `add` with a registered device.
-    let name = unsafe { ib_dev_name(ibdev) };
+    // SAFETY: The IB core calls `add` with a registered device, whose
+    // NUL-terminated name lives as long as the device.
+    let name = unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(ibdev)) };
     pr_info!("ib device {} added\n", name);
     0
 }
@@ -54,8 +52,9 @@ unsafe extern "C" fn rtrs_rs_ib_remove_one(
     ibdev: *mut bindings::ib_device,
     _client_data: *mut kernel::ffi::c_void,
 ) {
-    // SAFETY: The IB core calls `remove` before the device is freed.
-    let name = unsafe { ib_dev_name(ibdev) };
+    // SAFETY: The IB core calls `remove` before the device is freed, and
+    // its NUL-terminated name lives as long as the device.
+    let name = unsafe { CStr::from_char_ptr(bindings::rtrs_rs_ib_dev_name(ibdev)) };
     pr_info!("ib device {} removed\n", name);
 }
 
@@ -116,47 +115,64 @@ pub(crate) fn wc_imm_data(wc: &bindings::ib_wc) -> u32 {
     u32::from_be(unsafe { wc.ex.imm_data })
 }
 
-/// Completions of requests posted with an `ib_cqe` whose `done` is
-/// [`cqe_done::<Self>`] (see [`cqe_of`]), handled with the QP's owner.
+/// Completions of requests posted with the cqe [`static_cqe::<Self>`],
+/// which carries nothing but its handler: the QP's owner (its
+/// `qp_context`) is all `done` gets.
 ///
 /// `done` runs in the CQ's context: softirq for IRQ connections, so it
 /// must not sleep.
-pub(crate) trait CqeHandler {
+pub(crate) trait CqeHandler: 'static {
     /// The QP context type (`qp_context`, see [`Qp`]).
     type Ctx: Sync;
     /// Handles one work completion.
     fn done(ctx: &Self::Ctx, wc: &bindings::ib_wc);
 }
 
-/// An `ib_cqe` whose completions go to `H::done`. Post it only on a
-/// `Qp<H::Ctx>`.
-pub(crate) const fn cqe_of<H: CqeHandler>() -> bindings::ib_cqe {
-    bindings::ib_cqe {
-        done: Some(cqe_done::<H>),
+/// The cqe of a [`CqeHandler`]: a constant, since it names only its
+/// handler (the verbs core only reads a cqe, to call its `done`).
+#[repr(C)]
+struct StaticCqe<H> {
+    cqe: bindings::ib_cqe,
+    _h: PhantomData<fn(&H)>,
+}
+
+impl<H: CqeHandler> StaticCqe<H> {
+    /// The one value of this type.
+    const CQE: &'static Self = &Self {
+        cqe: bindings::ib_cqe {
+            done: Some(first_cqe_done::<Self>),
+        },
+        _h: PhantomData,
+    };
+}
+
+// SAFETY: `StaticCqe` is `#[repr(C)]` with its `ib_cqe` first, whose `done`
+// is this trampoline (`CQE` is its only value); it is posted only on a
+// `Qp<H::Ctx>` (`static_cqe`'s contract) and, a constant, never goes away.
+unsafe impl<H: CqeHandler> CqeFirst for StaticCqe<H> {
+    type Ctx = H::Ctx;
+    fn done(ctx: &H::Ctx, _this: &Self, wc: &bindings::ib_wc) {
+        H::done(ctx, wc);
     }
 }
 
-/// The `ib_cqe.done` trampoline of [`cqe_of::<H>`].
-///
-/// # Safety
-///
-/// Called by the CQ core with a completion of a QP whose `qp_context` is a
-/// live `H::Ctx` (the `Qp<H::Ctx>` invariant).
-unsafe extern "C" fn cqe_done<H: CqeHandler>(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: The CQ core passes a valid work completion whose `qp` is the
-    // QP the request was posted on, with a live `H::Ctx` (function contract).
-    let (wc, ctx) = unsafe { (&*wc, &*(*(*wc).qp).qp_context.cast::<H::Ctx>()) };
-    H::done(ctx, wc);
+/// The `wr_cqe` whose completions go to `H::done`: post it only on a
+/// `Qp<H::Ctx>`. A constant, so it outlives any request.
+pub(crate) fn static_cqe<H: CqeHandler>() -> *mut bindings::ib_cqe {
+    let c: *const StaticCqe<H> = StaticCqe::<H>::CQE;
+    // The verbs core does not write through it.
+    c.cast_mut().cast()
 }
 
 /// Types whose completions carry themselves: a `#[repr(C)]` struct with an
-/// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`], an IO request slot).
+/// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`], an IO request slot, a
+/// [`CqeHandler`]'s constant cqe).
 ///
 /// # Safety
 ///
-/// `Self` is `#[repr(C)]` with an `Opaque<ib_cqe>` first, whose `done` is
-/// [`first_cqe_done::<Self>`]; it is posted only on a `Qp<Self::Ctx>` and
-/// stays alive until its QP is drained.
+/// `Self` is `#[repr(C)]` with an `ib_cqe` (or `Opaque<ib_cqe>`) first,
+/// whose `done` is [`first_cqe_done::<Self>`]; it is posted only on a
+/// `Qp<Self::Ctx>` and stays alive until its QP is drained.
 pub(crate) unsafe trait CqeFirst: Sync + Sized {
     /// The QP context type (`qp_context`).
     type Ctx: Sync;
@@ -174,9 +190,11 @@ pub(crate) unsafe extern "C" fn first_cqe_done<T: CqeFirst>(
     _cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
 ) {
-    // SAFETY: The CQ core passes a valid work completion; by the `CqeFirst`
-    // contract `wr_cqe` points to the first field of a live `T`, posted on
-    // a QP whose `qp_context` is a live `T::Ctx`.
+    // SAFETY: The CQ core passes a valid work completion, with `qp` set to
+    // the QP the request was posted on (for every completion, flushed ones
+    // too: rtrs-clt.c's handlers read `wc->qp->qp_context` the same way);
+    // by the `CqeFirst` contract `wr_cqe` points to the first field of a
+    // live `T`, posted on a QP whose `qp_context` is a live `T::Ctx`.
     let (wc, this, ctx) = unsafe {
         let wc = &*wc;
         let this = &*wc.__bindgen_anon_1.wr_cqe.cast::<T>();
@@ -193,19 +211,25 @@ pub(crate) unsafe extern "C" fn first_cqe_done<T: CqeFirst>(
 ///
 /// # Invariants
 ///
-/// `pd` came from a successful `ib_alloc_pd` and is deallocated only in `drop`.
+/// `pd` came from a successful `ib_alloc_pd` and is deallocated only in
+/// `drop`; `local_dma_lkey` is its `local_dma_lkey`, which `ib_alloc_pd`
+/// set and nothing changes.
 struct Pd {
     pd: NonNull<bindings::ib_pd>,
+    local_dma_lkey: u32,
 }
 
 impl Pd {
     fn alloc(ib_dev: *mut bindings::ib_device) -> Result<Self> {
+        let mut local_dma_lkey = 0;
         // SAFETY: `ib_dev` is a registered device (the caller holds a cm id
-        // bound to it); flags 0 as in the C client (no unsafe global rkey).
-        let pd = from_err_ptr(unsafe { bindings::rtrs_rs_ib_alloc_pd(ib_dev, 0) })?;
+        // bound to it); flags 0 as in the C client (no unsafe global rkey);
+        // `local_dma_lkey` is writable.
+        let pd =
+            from_err_ptr(unsafe { bindings::rtrs_rs_ib_alloc_pd(ib_dev, 0, &mut local_dma_lkey) })?;
         let pd = NonNull::new(pd).ok_or(ENOMEM)?;
-        // INVARIANT: just allocated.
-        Ok(Self { pd })
+        // INVARIANT: just allocated; the helper copied its lkey.
+        Ok(Self { pd, local_dma_lkey })
     }
 }
 
@@ -217,10 +241,19 @@ impl Drop for Pd {
     }
 }
 
+/// A device's attributes (`ib_dev->attrs`) and `num_comp_vectors`, copied
+/// when it joins the pool: they do not change while it is registered.
+#[derive(Clone, Copy)]
+struct DevInfo {
+    attrs: bindings::ib_device_attr,
+    num_comp_vectors: c_int,
+}
+
 /// One pool entry (`struct rtrs_ib_dev`): a device and its PD.
 struct IbDev {
     ib_dev: *mut bindings::ib_device,
     node_guid: u64,
+    info: DevInfo,
     pd: Pd,
     /// Number of live `DevRef`s on this entry (the kref of C).
     users: usize,
@@ -263,9 +296,19 @@ impl DevPool {
         self: &Arc<Self>,
         ib_dev: *mut bindings::ib_device,
     ) -> Result<DevRef> {
-        // SAFETY: The caller guarantees `ib_dev` is live.
-        let (node_guid, cap_flags) =
-            unsafe { ((*ib_dev).node_guid, (*ib_dev).attrs.device_cap_flags) };
+        // SAFETY: The caller guarantees `ib_dev` is live. These fields are
+        // set before a device registers and then stay; they are copied out
+        // (the rest of the device changes meanwhile).
+        let (node_guid, info) = unsafe {
+            (
+                (*ib_dev).node_guid,
+                DevInfo {
+                    attrs: (*ib_dev).attrs,
+                    num_comp_vectors: (*ib_dev).num_comp_vectors,
+                },
+            )
+        };
+        let cap_flags = info.attrs.device_cap_flags;
         let mut list = self.list.lock();
         for e in list.iter_mut().flatten() {
             if e.node_guid == node_guid {
@@ -274,6 +317,8 @@ impl DevPool {
                     pool: self.clone(),
                     ib_dev: e.ib_dev,
                     pd: e.pd.pd,
+                    local_dma_lkey: e.pd.local_dma_lkey,
+                    info: e.info,
                 });
             }
         }
@@ -288,9 +333,11 @@ impl DevPool {
         }
         let pd = Pd::alloc(ib_dev)?;
         let pd_ptr = pd.pd;
+        let local_dma_lkey = pd.local_dma_lkey;
         let entry = IbDev {
             ib_dev,
             node_guid,
+            info,
             pd,
             users: 1,
         };
@@ -302,6 +349,8 @@ impl DevPool {
             pool: self.clone(),
             ib_dev,
             pd: pd_ptr,
+            local_dma_lkey,
+            info,
         })
     }
 }
@@ -312,11 +361,13 @@ impl DevPool {
 /// # Invariants
 ///
 /// The pool holds an entry for `ib_dev` whose `users` counts this reference,
-/// and `pd` is that entry's PD.
+/// and `pd` and `local_dma_lkey` are that entry's PD and its lkey.
 pub(crate) struct DevRef {
     pool: Arc<DevPool>,
     ib_dev: *mut bindings::ib_device,
     pd: NonNull<bindings::ib_pd>,
+    local_dma_lkey: u32,
+    info: DevInfo,
 }
 
 // SAFETY: The pointers are to kernel objects usable from any thread; the
@@ -336,27 +387,20 @@ impl DevRef {
         self.pd.as_ptr()
     }
 
-    /// The PD's local DMA lkey, for SGEs over IU buffers.
+    /// The PD's local DMA lkey, for SGEs over IU buffers (copied when the
+    /// PD was allocated: it does not change).
     pub(crate) fn local_dma_lkey(&self) -> u32 {
-        // SAFETY: By the type invariant the PD is live.
-        unsafe { (*self.pd.as_ptr()).local_dma_lkey }
-    }
-
-    /// The `struct ib_device`.
-    fn dev(&self) -> &bindings::ib_device {
-        // SAFETY: The device outlives this reference (see `find_or_add`);
-        // the fields read here do not change while it is registered.
-        unsafe { &*self.ib_dev }
+        self.local_dma_lkey
     }
 
     /// Device attributes (`ib_dev->attrs`).
     pub(crate) fn attrs(&self) -> &bindings::ib_device_attr {
-        &self.dev().attrs
+        &self.info.attrs
     }
 
     /// Number of completion vectors of the device.
     pub(crate) fn num_comp_vectors(&self) -> u32 {
-        u32::try_from(self.dev().num_comp_vectors)
+        u32::try_from(self.info.num_comp_vectors)
             .unwrap_or(1)
             .max(1)
     }
@@ -375,6 +419,8 @@ impl DevRef {
             pool: self.pool.clone(),
             ib_dev: self.ib_dev,
             pd: self.pd,
+            local_dma_lkey: self.local_dma_lkey,
+            info: self.info,
         })
     }
 }
@@ -651,17 +697,13 @@ impl Mr {
         self.mr.as_ptr()
     }
 
-    /// `ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)`, then a new key
-    /// (`ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey))`). Returns the
-    /// number of entries mapped (or C's negative errno).
+    /// `rtrs_map_sg_fr`: `ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)`, then,
+    /// if it mapped them all, a new key (`ib_update_fast_reg_key(mr,
+    /// ib_inc_rkey(mr->rkey))`). Returns the number of entries mapped (or
+    /// C's negative errno).
     pub(crate) fn map_sg(&mut self, sg: &MappedSg) -> c_int {
         // SAFETY: The MR is live and ours (`&mut self`); `sg` is mapped.
-        let nr = unsafe { bindings::rtrs_rs_ib_map_mr_sg_4k(self.mr.as_ptr(), sg.sg.sg, sg.count) };
-        if nr == sg.count {
-            // SAFETY: As above.
-            unsafe { bindings::rtrs_rs_ib_inc_fast_reg_key(self.mr.as_ptr()) };
-        }
-        nr
+        unsafe { bindings::rtrs_rs_ib_map_mr_sg_fr(self.mr.as_ptr(), sg.sg.sg, sg.count) }
     }
 }
 
@@ -685,6 +727,10 @@ impl Drop for Mr {
 pub(crate) trait IuDone {
     /// The QP context type (`qp_context`).
     type Ctx: Sync;
+    /// What each IU keeps for its handler (`()` but for a [`QpRing`]'s
+    /// receive buffers, which keep their ring's [`PostGate`] and whether
+    /// they are posted).
+    type State: Send + Sync;
     /// Handles the work completion of `iu`.
     fn done(ctx: &Self::Ctx, iu: &Iu<Self>, wc: &bindings::ib_wc)
     where
@@ -707,6 +753,7 @@ pub(crate) struct Iu<D: IuDone> {
     size: usize,
     dir: bindings::dma_data_direction,
     dev: *mut bindings::ib_device,
+    state: D::State,
     _done: PhantomData<fn(&D)>,
 }
 
@@ -731,17 +778,34 @@ impl<D: IuDone> Iu<D> {
         dev: &DevRef,
         size: usize,
         dir: bindings::dma_data_direction,
+    ) -> Result<Pin<KBox<Self>>>
+    where
+        D::State: Default,
+    {
+        Self::alloc_with(dev, size, dir, D::State::default())
+    }
+
+    /// [`Iu::alloc`] with the handler's `state`.
+    fn alloc_with(
+        dev: &DevRef,
+        size: usize,
+        dir: bindings::dma_data_direction,
+        state: D::State,
     ) -> Result<Pin<KBox<Self>>> {
         let mut buf = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+        let mut dma_addr = 0u64;
         // SAFETY: `buf` is `size` bytes of kmalloc memory that stays put until
-        // unmapped in `drop`; the device is registered (`dev`).
-        let dma_addr = unsafe {
-            bindings::rtrs_rs_ib_dma_map_single(dev.ib_dev(), buf.as_mut_ptr().cast(), size, dir)
-        };
-        // SAFETY: As above.
-        if unsafe { bindings::rtrs_rs_ib_dma_mapping_error(dev.ib_dev(), dma_addr) } != 0 {
-            return Err(ENOMEM);
-        }
+        // unmapped in `drop`; the device is registered (`dev`); `dma_addr`
+        // is writable.
+        to_result(unsafe {
+            bindings::rtrs_rs_ib_dma_map_single(
+                dev.ib_dev(),
+                buf.as_mut_ptr().cast(),
+                size,
+                dir,
+                &mut dma_addr,
+            )
+        })?;
         let iu = Iu {
             cqe: Opaque::new(bindings::ib_cqe {
                 done: Some(first_cqe_done::<Self>),
@@ -751,24 +815,11 @@ impl<D: IuDone> Iu<D> {
             size,
             dir,
             dev: dev.ib_dev(),
+            state,
             _done: PhantomData,
         };
         // INVARIANT: mapped just above; `done` set to the trampoline of `D`.
         Ok(KBox::pin(iu, GFP_KERNEL)?)
-    }
-
-    /// `rtrs_iu_alloc(n, ...)`: `n` IUs of `size` bytes each.
-    pub(crate) fn alloc_n(
-        dev: &DevRef,
-        n: usize,
-        size: usize,
-        dir: bindings::dma_data_direction,
-    ) -> Result<KVec<Pin<KBox<Self>>>> {
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        for _ in 0..n {
-            v.push(Self::alloc(dev, size, dir)?, GFP_KERNEL)?;
-        }
-        Ok(v)
     }
 
     /// The buffer, for the CPU, after a receive completed into it
@@ -797,24 +848,24 @@ impl<D: IuDone> Iu<D> {
         r
     }
 
-    /// Posts a receive into this IU again, from its completion callback
-    /// (`rtrs_iu_post_recv` on `wc->qp`).
-    ///
-    /// # Safety
-    ///
-    /// `qp` must be a live QP whose `qp_context` is a `D::Ctx`, and this IU
-    /// must stay alive until the receive completes or the QP is drained.
-    pub(crate) unsafe fn repost_recv(&self, qp: *mut bindings::ib_qp, lkey: u32) -> Result {
+    /// The IU's cqe, for `wr_cqe`.
+    pub(crate) fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
+        self.cqe.get()
+    }
+
+    /// A receive into the whole buffer, to be posted through `gate`.
+    fn recv_wr<'g>(&self, gate: &'g PostGate, lkey: u32) -> Result<RecvWr<'g>> {
         let len = u32::try_from(self.size).map_err(|_| EINVAL)?;
         if len == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: The caller guarantees `qp` and the IU's lifetime.
-        unsafe { post_recv_raw(qp, self.cqe_ptr(), self.dma_addr, len, lkey) }
-    }
-
-    pub(crate) fn cqe_ptr(&self) -> *mut bindings::ib_cqe {
-        self.cqe.get()
+        Ok(RecvWr {
+            gate,
+            cqe: NonNull::new(self.cqe_ptr()).ok_or(EINVAL)?,
+            addr: self.dma_addr,
+            len,
+            lkey,
+        })
     }
 
     /// The buffer's DMA address.
@@ -864,6 +915,150 @@ impl<D: IuDone> Drop for Iu<D> {
 }
 
 // ---------------------------------------------------------------------------
+// Work requests
+// ---------------------------------------------------------------------------
+
+/// Who may post on a QP, shared by the QP and its ring's receive buffers:
+/// the QP, and a gate that is open from the QP's creation until its drain
+/// begins. Every post goes through [`PostGate::post`], so nothing is posted
+/// once a drain has started, and a drain waits for the posts that passed
+/// the gate before it closed: everything posted is flushed by the drain.
+///
+/// # Invariants
+///
+/// `qp` is null until `QpRing::create` stores the QP it created; that QP
+/// is destroyed only after `close` has returned. The low bits of `state`
+/// count the posts in progress (each between its `fetch_add` and its
+/// `fetch_sub` in `post`); `GATE_CLOSED` is set by the first `close` and
+/// never cleared.
+struct PostGate {
+    qp: AtomicPtr<bindings::ib_qp>,
+    state: AtomicU32,
+}
+
+/// `PostGate::state`'s closed bit; the bits below it count posts.
+const GATE_CLOSED: u32 = 1 << 31;
+
+impl PostGate {
+    /// An open gate without a QP yet.
+    fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                qp: AtomicPtr::new(core::ptr::null_mut()),
+                state: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Runs `post` with the QP while the gate is open; ECONNABORTED once a
+    /// drain has begun (as once teardown took the QP), EINVAL before the QP
+    /// exists. Any context.
+    fn post(&self, post: impl FnOnce(NonNull<bindings::ib_qp>) -> Result) -> Result {
+        // Counted before looking: a `close` after this waits for the
+        // `fetch_sub` below (both are read-modify-writes of `state`).
+        let prev = self.state.fetch_add(1, Ordering::Acquire);
+        let res = if prev & GATE_CLOSED != 0 {
+            Err(econnaborted())
+        } else {
+            NonNull::new(self.qp.load(Ordering::Acquire))
+                .ok_or(EINVAL)
+                .and_then(post)
+        };
+        self.state.fetch_sub(1, Ordering::Release);
+        res
+    }
+
+    /// Closes the gate and waits until no post is in progress: every
+    /// request posted on the QP is on it when this returns. Process context.
+    fn close(&self) {
+        self.state.fetch_or(GATE_CLOSED, Ordering::AcqRel);
+        // Posts do not sleep: this hardly ever waits (teardown unpublished
+        // the QP a grace period ago; only ring reposts can still run).
+        while self.state.load(Ordering::Acquire) != GATE_CLOSED {
+            bindings::rtrs_rs_msleep(1);
+        }
+    }
+}
+
+/// One receive ready to be posted: `len` bytes at `addr` (no SGE if `len`
+/// is 0), completing on `cqe`.
+///
+/// # Invariants
+///
+/// `cqe`, whose `done` expects the `qp_context` of `gate`'s QP, and the
+/// buffer (mapped for the device, and not read by the CPU until the
+/// receive completes) stay valid until the receive completes or the QP is
+/// drained.
+struct RecvWr<'g> {
+    gate: &'g PostGate,
+    cqe: NonNull<bindings::ib_cqe>,
+    addr: u64,
+    len: u32,
+    lkey: u32,
+}
+
+impl RecvWr<'_> {
+    /// `ib_post_recv`, through the gate.
+    fn post(self) -> Result {
+        let mut sge = bindings::ib_sge {
+            addr: self.addr,
+            length: self.len,
+            lkey: self.lkey,
+        };
+        let wr = bindings::ib_recv_wr {
+            next: core::ptr::null_mut(),
+            __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 {
+                wr_cqe: self.cqe.as_ptr(),
+            },
+            sg_list: if self.len == 0 {
+                core::ptr::null_mut()
+            } else {
+                &mut sge
+            },
+            num_sge: i32::from(self.len != 0),
+        };
+        self.gate.post(|qp| {
+            // SAFETY: The gate is open, so `qp` is live until this returns
+            // (`PostGate`); what the request names outlives it (type
+            // invariant); `wr` and `sge` live across the call, and the core
+            // copies them.
+            to_result(unsafe {
+                bindings::rtrs_rs_ib_post_recv(qp.as_ptr(), &wr, core::ptr::null_mut())
+            })
+        })
+    }
+}
+
+/// A chain of send work requests ready to be posted.
+///
+/// # Invariants
+///
+/// `wr` points to a valid chain until `post` returns (for RDMA opcodes,
+/// the `wr` members of `ib_rdma_wr`s, for REG_MR of an `ib_reg_wr`); every
+/// buffer and cqe it names (each cqe's `done` expects the `qp_context` of
+/// `gate`'s QP) stays valid until the request completes or the QP is
+/// drained.
+struct SendWr<'g> {
+    gate: &'g PostGate,
+    wr: *const bindings::ib_send_wr,
+}
+
+impl SendWr<'_> {
+    /// `ib_post_send`, through the gate.
+    fn post(self) -> Result {
+        self.gate.post(|qp| {
+            // SAFETY: The gate is open, so `qp` is live until this returns
+            // (`PostGate`); the chain by the type invariant; the core copies
+            // it.
+            to_result(unsafe {
+                bindings::rtrs_rs_ib_post_send(qp.as_ptr(), self.wr, core::ptr::null_mut())
+            })
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Queue pairs
 // ---------------------------------------------------------------------------
 
@@ -878,76 +1073,34 @@ pub(crate) trait QpOwner: Sync {
 /// # Safety
 ///
 /// Called by the verbs core with a valid event and the `qp_context` given to
-/// `Qp::<C>::create`, which points to a live `C`.
+/// `QpRing::<C, _>::create`, which points to a live `C`.
 unsafe extern "C" fn qp_event_handler<C: QpOwner>(
     ev: *mut bindings::ib_event,
     ctx: *mut kernel::ffi::c_void,
 ) {
-    // SAFETY: The core passes a valid event.
-    let event = unsafe { (*ev).event };
-    // SAFETY: By the function's contract `ctx` is a live `C`.
-    let owner = unsafe { &*ctx.cast::<C>() };
+    // SAFETY: By the function's contract: the core passes a valid event,
+    // and `ctx` is a live `C`.
+    let (event, owner) = unsafe { ((*ev).event, &*ctx.cast::<C>()) };
     owner.qp_event(event);
 }
 
-/// Posts one receive of `len` bytes at `addr`, or with no SGE if `len` is 0.
+/// An RC QP created on a cm id with `rdma_create_qp` (by [`QpRing::create`],
+/// the only place one is made), drained and destroyed on drop.
 ///
-/// # Safety
-///
-/// `qp` must be live; `cqe` must stay valid, and the buffer mapped, until the
-/// request completes (or is flushed by a drain).
-pub(crate) unsafe fn post_recv_raw(
-    qp: *mut bindings::ib_qp,
-    cqe: *mut bindings::ib_cqe,
-    addr: u64,
-    len: u32,
-    lkey: u32,
-) -> Result {
-    let mut sge = bindings::ib_sge {
-        addr,
-        length: len,
-        lkey,
-    };
-    let wr = bindings::ib_recv_wr {
-        next: core::ptr::null_mut(),
-        __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 { wr_cqe: cqe },
-        sg_list: if len == 0 {
-            core::ptr::null_mut()
-        } else {
-            &mut sge
-        },
-        num_sge: i32::from(len != 0),
-    };
-    // SAFETY: The caller guarantees `qp` and `cqe`; `wr` and `sge` live across
-    // the call and the core copies them.
-    to_result(unsafe { bindings::rtrs_rs_ib_post_recv(qp, &wr, core::ptr::null_mut()) })
-}
-
-/// Posts one send work request.
-///
-/// # Safety
-///
-/// `qp` must be live; `wr` must point to a valid work request (for RDMA
-/// opcodes, the `wr` member of an `ib_rdma_wr`); every `sg_list` buffer and
-/// its `wr_cqe` must stay valid until it completes (or is flushed by a drain).
-pub(crate) unsafe fn post_send_raw(
-    qp: *mut bindings::ib_qp,
-    wr: *const bindings::ib_send_wr,
-) -> Result {
-    // SAFETY: The caller guarantees the pointers inside `wr`; the core copies it.
-    to_result(unsafe { bindings::rtrs_rs_ib_post_send(qp, wr, core::ptr::null_mut()) })
-}
-
-/// An RC QP created on a cm id with `rdma_create_qp`, destroyed on drop with
-/// `rdma_destroy_qp`.
+/// Every post goes through its [`PostGate`]: once a drain has begun nothing
+/// more is posted, so a drained QP stays drained.
 ///
 /// # Invariants
 ///
-/// `qp` is `cm_id->qp`, live until `drop`; `cm_id`, the CQ and the `C` given
-/// to `create` outlive this value; `qp_context` is that `C`.
+/// `gate`'s QP is `cm_id->qp`, live until `drop`; `cm_id`, the CQ and the
+/// `C` given to `QpRing::create` outlive this value; `qp_context` is that
+/// `C`. `drained` is set only after an `ib_drain_qp` that began with the
+/// gate closed. The QP is drained before it is destroyed, so every request
+/// posted on it has completed (or was flushed) by then.
 pub(crate) struct Qp<C: QpOwner> {
-    qp: NonNull<bindings::ib_qp>,
+    gate: Arc<PostGate>,
     cm_id: NonNull<bindings::rdma_cm_id>,
+    drained: AtomicBool,
     _owner: PhantomData<*const C>,
 }
 
@@ -967,54 +1120,6 @@ pub(crate) struct QpSizes {
 }
 
 impl<C: QpOwner> Qp<C> {
-    /// `rdma_create_qp` as rtrs.c's create_qp: RC, one CQ for both queues,
-    /// `IB_SIGNAL_REQ_WR`, one receive SGE.
-    ///
-    /// # Safety
-    ///
-    /// `cm_id` must be a live cm id with a bound device; it, `cq` and `owner`
-    /// must outlive the returned QP.
-    pub(crate) unsafe fn create(
-        cm_id: *mut bindings::rdma_cm_id,
-        dev: &DevRef,
-        cq: &Cq,
-        owner: *const C,
-        sizes: &QpSizes,
-    ) -> Result<Self> {
-        let mut attr = bindings::ib_qp_init_attr {
-            event_handler: Some(qp_event_handler::<C>),
-            qp_context: owner.cast_mut().cast(),
-            send_cq: cq.as_ptr(),
-            recv_cq: cq.as_ptr(),
-            cap: bindings::ib_qp_cap {
-                max_send_wr: sizes.max_send_wr,
-                max_recv_wr: sizes.max_recv_wr,
-                max_send_sge: sizes.max_send_sge,
-                max_recv_sge: 1,
-                ..Default::default()
-            },
-            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
-            qp_type: bindings::ib_qp_type_IB_QPT_RC,
-            ..Default::default()
-        };
-        // SAFETY: The caller guarantees `cm_id`; `attr` is valid for the call.
-        to_result(unsafe { bindings::rdma_create_qp(cm_id, dev.pd(), &mut attr) })?;
-        // SAFETY: On success the core stored the new QP in `cm_id->qp`.
-        let qp = NonNull::new(unsafe { (*cm_id).qp }).ok_or(EINVAL)?;
-        let cm_id = NonNull::new(cm_id).ok_or(EINVAL)?;
-        // INVARIANT: created just above; the caller guarantees the lifetimes.
-        Ok(Self {
-            qp,
-            cm_id,
-            _owner: PhantomData,
-        })
-    }
-
-    /// The raw QP.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_qp {
-        self.qp.as_ptr()
-    }
-
     /// `rdma_notify(cm_id, event)` on the cm id the QP was created on (the
     /// QP event handler's COMM_EST).
     pub(crate) fn notify_cm(&self, event: bindings::ib_event_type) -> Result {
@@ -1022,7 +1127,8 @@ impl<C: QpOwner> Qp<C> {
         to_result(unsafe { bindings::rdma_notify(self.cm_id.as_ptr(), event) })
     }
 
-    /// Posts a chain of send work requests.
+    /// Posts a chain of send work requests; ECONNABORTED once the QP is
+    /// being drained.
     ///
     /// # Safety
     ///
@@ -1030,37 +1136,97 @@ impl<C: QpOwner> Qp<C> {
     /// cqes the requests name stay alive until they complete or the QP is
     /// drained, and each cqe's `done` expects a `C` as `qp_context`.
     pub(crate) unsafe fn post_send_wr(&self, wr: *const bindings::ib_send_wr) -> Result {
-        // SAFETY: The QP is live (type invariant); the rest by the caller.
-        unsafe { post_send_raw(self.qp.as_ptr(), wr) }
-    }
-
-    /// `ib_drain_qp`: moves the QP to error and waits until every posted
-    /// request has completed (flushed). Process context.
-    pub(crate) fn drain(&self) {
-        // SAFETY: By the type invariant the QP is live; its CQ outlives it.
-        unsafe { bindings::ib_drain_qp(self.qp.as_ptr()) };
-    }
-
-    /// `rtrs_iu_post_recv`: posts a receive into the whole of `iu`.
-    ///
-    /// # Safety
-    ///
-    /// `iu` must stay alive until the receive completes or the QP is drained.
-    pub(crate) unsafe fn post_recv<D: IuDone<Ctx = C>>(&self, iu: &Iu<D>, lkey: u32) -> Result {
-        let len = u32::try_from(iu.size).map_err(|_| EINVAL)?;
-        if len == 0 {
-            return Err(EINVAL);
+        // INVARIANT: The caller's guarantee.
+        SendWr {
+            gate: &self.gate,
+            wr,
         }
-        // SAFETY: The QP is live (invariant); the caller keeps `iu` alive; its
-        // `cqe.done` matches `D`, whose context type is this QP's owner type.
-        unsafe { post_recv_raw(self.qp.as_ptr(), iu.cqe_ptr(), iu.dma_addr, len, lkey) }
+        .post()
     }
 
-    /// `rtrs_iu_post_send`: a signaled SEND of the first `len` bytes of `iu`.
+    /// `ib_drain_qp`: closes the gate, then moves the QP to error and waits
+    /// until every posted request has completed (flushed), unless a drain
+    /// did so already. Process context.
+    fn drain(&self) {
+        self.gate.close();
+        // A finished drain began with the gate closed: nothing was posted
+        // since, so there is nothing left to flush.
+        if self.drained.load(Ordering::Acquire) {
+            return;
+        }
+        let qp = self.gate.qp.load(Ordering::Acquire);
+        // SAFETY: By the type invariant the QP is live (not destroyed
+        // before drop) and its CQ outlives it.
+        unsafe { bindings::ib_drain_qp(qp) };
+        // INVARIANT: the gate was closed before this drain began.
+        self.drained.store(true, Ordering::Release);
+    }
+
+    /// `rtrs_post_recv_empty`: a receive without buffer whose completion
+    /// goes to `H`; ECONNABORTED once the QP is being drained.
+    pub(crate) fn post_recv_empty<H: CqeHandler<Ctx = C>>(&self) -> Result {
+        // INVARIANT: No buffer, and the cqe is a constant whose handler
+        // expects a `C`.
+        RecvWr {
+            gate: &self.gate,
+            cqe: NonNull::new(static_cqe::<H>()).ok_or(EINVAL)?,
+            addr: 0,
+            len: 0,
+            lkey: 0,
+        }
+        .post()
+    }
+
+    /// `rtrs_post_rdma_write_imm_empty`: an RDMA_WRITE_WITH_IMM without
+    /// data carrying `imm`, whose completion (if `flags` signal it) goes to
+    /// `H`; ECONNABORTED once the QP is being drained.
+    pub(crate) fn post_imm_empty<H: CqeHandler<Ctx = C>>(&self, imm: u32, flags: c_int) -> Result {
+        let wr = bindings::ib_rdma_wr {
+            wr: bindings::ib_send_wr {
+                __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                    wr_cqe: static_cqe::<H>(),
+                },
+                opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+                send_flags: flags,
+                ex: bindings::ib_send_wr__bindgen_ty_2 {
+                    imm_data: imm.to_be(),
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // INVARIANT: `wr` is one RDMA request in an `ib_rdma_wr`, live
+        // across the call, without SGE, and its cqe is a constant whose
+        // handler expects a `C`.
+        SendWr {
+            gate: &self.gate,
+            wr: core::ptr::addr_of!(wr).cast(),
+        }
+        .post()
+    }
+
+    /// `rtrs_iu_post_recv`: posts a receive into the whole of `iu`;
+    /// ECONNABORTED once the QP is being drained.
     ///
     /// # Safety
     ///
-    /// `iu` must stay alive until the send completes or the QP is drained.
+    /// `iu` must stay alive until the receive completes or the QP is
+    /// drained, and its buffer must not be read (`data_for_cpu`) before
+    /// the receive has completed.
+    pub(crate) unsafe fn post_recv<D: IuDone<Ctx = C>>(&self, iu: &Iu<D>, lkey: u32) -> Result {
+        // INVARIANT: The caller keeps `iu` alive and unread; its
+        // `cqe.done` matches `D`, whose context type is this QP's owner
+        // type.
+        iu.recv_wr(&self.gate, lkey)?.post()
+    }
+
+    /// `rtrs_iu_post_send`: a signaled SEND of the first `len` bytes of
+    /// `iu`; ECONNABORTED once the QP is being drained.
+    ///
+    /// # Safety
+    ///
+    /// `iu` must stay alive, and its buffer unwritten, until the send
+    /// completes or the QP is drained.
     pub(crate) unsafe fn post_send<D: IuDone<Ctx = C>>(
         &self,
         iu: &Iu<D>,
@@ -1085,15 +1251,270 @@ impl<C: QpOwner> Qp<C> {
             send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int,
             ..Default::default()
         };
-        // SAFETY: The QP is live; the caller keeps `iu` (buffer and cqe) alive.
-        unsafe { post_send_raw(self.qp.as_ptr(), &wr) }
+        // INVARIANT: `wr` and `sge` live across the call; the caller keeps
+        // `iu` (buffer and cqe, whose `done` expects a `C`) alive.
+        SendWr {
+            gate: &self.gate,
+            wr: &wr,
+        }
+        .post()
     }
 }
 
 impl<C: QpOwner> Drop for Qp<C> {
     fn drop(&mut self) {
+        // Always: a drain that already ran leaves nothing to flush, and
+        // after this nothing can be posted.
+        self.drain();
         // SAFETY: By the type invariant the cm id outlives the QP and this is
-        // the QP's only destroy.
+        // the QP's only destroy; it is drained.
         unsafe { bindings::rdma_destroy_qp(self.cm_id.as_ptr()) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A connection's QP with its CQ and receive buffers
+// ---------------------------------------------------------------------------
+
+/// What runs when a receive into a [`QpRing`]'s buffer completes; it may
+/// post the buffer again ([`RingIu::post_recv`]).
+///
+/// `done` runs in the CQ's context: softirq for IRQ connections, so it
+/// must not sleep.
+pub(crate) trait RingDone: Sized + 'static {
+    /// The QP context type (`qp_context`).
+    type Ctx: Sync;
+    /// Handles the work completion `wc` of a receive into a ring buffer:
+    /// `iu` is the buffer if the receive succeeded (`IB_WC_SUCCESS`), and
+    /// `None` for a flushed or failed one (`wc.status` says which).
+    fn done(ctx: &Self::Ctx, iu: Option<RingIu<'_, Self>>, wc: &bindings::ib_wc);
+}
+
+/// The `IuDone` of a ring buffer: its completion hands `D` a [`RingIu`].
+struct Ring<D>(PhantomData<D>);
+
+/// A ring buffer's own state.
+///
+/// # Invariants
+///
+/// `held` is set while the buffer is posted or a [`RingIu`] holds it,
+/// and clear otherwise: it is set only by a `compare_exchange` from clear
+/// (`QpRing::post_ring_recv`), and cleared by the completion of a failed
+/// or flushed receive, or by the `RingIu` that held it unless it posted it.
+struct RingState {
+    /// The gate of the ring's QP, the only QP the buffer is posted on.
+    gate: Arc<PostGate>,
+    held: AtomicBool,
+}
+
+impl<D: RingDone> IuDone for Ring<D> {
+    type Ctx = D::Ctx;
+    type State = RingState;
+    fn done(ctx: &D::Ctx, iu: &Iu<Self>, wc: &bindings::ib_wc) {
+        let iu = if wc.status == bindings::ib_wc_status_IB_WC_SUCCESS {
+            // INVARIANT: The receive posted into `iu` (once: `held`) has
+            // completed: the buffer passes from the device to this value,
+            // with `held` still set.
+            Some(RingIu { iu })
+        } else {
+            // Flushed or failed: the device is done with the buffer, and
+            // it is not posted again from here.
+            iu.state.held.store(false, Ordering::Release);
+            None
+        };
+        D::done(ctx, iu, wc);
+    }
+}
+
+/// The receive buffers of a [`QpRing`], allocated before it, with the
+/// gate its QP will post through.
+pub(crate) struct RingIus<D: RingDone> {
+    gate: Arc<PostGate>,
+    ius: KVec<Pin<KBox<Iu<Ring<D>>>>>,
+}
+
+impl<D: RingDone> RingIus<D> {
+    /// None (a ring that receives without buffers).
+    pub(crate) fn none() -> Result<Self> {
+        Ok(Self {
+            gate: PostGate::new()?,
+            ius: KVec::new(),
+        })
+    }
+
+    /// `rtrs_iu_alloc(n, size, DMA_FROM_DEVICE)`.
+    pub(crate) fn alloc(dev: &DevRef, n: usize, size: usize) -> Result<Self> {
+        let gate = PostGate::new()?;
+        let mut ius = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            let state = RingState {
+                gate: gate.clone(),
+                held: AtomicBool::new(false),
+            };
+            let iu = Iu::alloc_with(
+                dev,
+                size,
+                bindings::dma_data_direction_DMA_FROM_DEVICE,
+                state,
+            )?;
+            ius.push(iu, GFP_KERNEL)?;
+        }
+        Ok(Self { gate, ius })
+    }
+}
+
+/// A buffer of a [`QpRing`] that a receive completed into, handed to
+/// [`RingDone::done`]: the buffer is this value's (the device does not
+/// write it) until it is posted again ([`RingIu::post_recv`], which
+/// consumes it) or dropped (then it stays unposted).
+///
+/// # Invariants
+///
+/// `iu` is a buffer of a `QpRing` with `held` set, and this value is the
+/// only holder of it (see `RingState`): it is not posted.
+pub(crate) struct RingIu<'a, D: RingDone> {
+    iu: &'a Iu<Ring<D>>,
+}
+
+impl<D: RingDone> RingIu<'_, D> {
+    /// `rtrs_iu_post_recv`: a receive into the whole buffer, on its ring's
+    /// QP; ECONNABORTED once that QP is being drained.
+    pub(crate) fn post_recv(self, lkey: u32) -> Result {
+        let iu = self.iu;
+        // `held` goes with the posted receive; it is cleared below if
+        // nothing was posted.
+        core::mem::forget(self);
+        // INVARIANT: The buffer is not posted (`RingIu`'s invariant: it is
+        // posted once), it lives until its ring's QP is drained (field
+        // order of `QpRing`), nothing reads it until the receive completes
+        // (`self` is consumed: no `data_for_cpu` borrow is left), and its
+        // cqe expects the `qp_context` of that QP, whose gate this is.
+        let res = iu.recv_wr(&iu.state.gate, lkey).and_then(RecvWr::post);
+        if res.is_err() {
+            iu.state.held.store(false, Ordering::Release);
+        }
+        res
+    }
+
+    /// The buffer, for the CPU (see [`Iu::data_for_cpu`]), borrowed from
+    /// this value: it cannot outlive a repost.
+    pub(crate) fn data_for_cpu(&self) -> &[u8] {
+        self.iu.data_for_cpu()
+    }
+
+    /// The buffer back to the device (see [`Iu::sync_for_device`]).
+    pub(crate) fn sync_for_device(&self) {
+        self.iu.sync_for_device();
+    }
+}
+
+impl<D: RingDone> Drop for RingIu<'_, D> {
+    /// Not posted again: the buffer stays out of the receive queue.
+    fn drop(&mut self) {
+        self.iu.state.held.store(false, Ordering::Release);
+    }
+}
+
+/// A connection's QP with the CQ it completes on and the receive buffers
+/// only it posts into (`create_con_cq_qp`). Fields drop in order: the QP
+/// (drained first), its buffers, then the CQ, so nothing posted outlives
+/// what it uses.
+///
+/// # Invariants
+///
+/// The IUs of `ring` carry `qp`'s gate, and are posted only through it.
+pub(crate) struct QpRing<C: QpOwner, D: RingDone<Ctx = C>> {
+    qp: Qp<C>,
+    ring: KVec<Pin<KBox<Iu<Ring<D>>>>>,
+    cq: Cq,
+    lkey: u32,
+}
+
+impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
+    /// `rdma_create_qp` as rtrs.c's create_qp: RC, `cq` for both queues,
+    /// `IB_SIGNAL_REQ_WR`, one receive SGE; `ring` are its receive buffers,
+    /// posted with `lkey`.
+    ///
+    /// # Safety
+    ///
+    /// `cm_id` must be a live cm id with a bound device; it and `owner`
+    /// must outlive the returned value.
+    pub(crate) unsafe fn create(
+        cm_id: *mut bindings::rdma_cm_id,
+        dev: &DevRef,
+        cq: Cq,
+        ring: RingIus<D>,
+        owner: *const C,
+        sizes: &QpSizes,
+        lkey: u32,
+    ) -> Result<Self> {
+        let mut attr = bindings::ib_qp_init_attr {
+            event_handler: Some(qp_event_handler::<C>),
+            qp_context: owner.cast_mut().cast(),
+            send_cq: cq.as_ptr(),
+            recv_cq: cq.as_ptr(),
+            cap: bindings::ib_qp_cap {
+                max_send_wr: sizes.max_send_wr,
+                max_recv_wr: sizes.max_recv_wr,
+                max_send_sge: sizes.max_send_sge,
+                max_recv_sge: 1,
+                ..Default::default()
+            },
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            ..Default::default()
+        };
+        let cm = NonNull::new(cm_id).ok_or(EINVAL)?;
+        // SAFETY: The caller guarantees `cm_id`; the PD is live (`dev`);
+        // `attr` is valid for the call.
+        let qp =
+            from_err_ptr(unsafe { bindings::rtrs_rs_rdma_create_qp(cm_id, dev.pd(), &mut attr) })?;
+        // No fallible step from here on: the QP is owned by the `Qp` below
+        // (the helper returns `id->qp`, never NULL, or an ERR_PTR).
+        ring.gate.qp.store(qp, Ordering::Release);
+        // INVARIANT: created just above with `owner` as its context; the
+        // caller guarantees the cm id and the owner, and `cq` is dropped
+        // after the QP (field order). The ring is new: nothing posted yet,
+        // and its buffers carry this gate.
+        Ok(Self {
+            qp: Qp {
+                gate: ring.gate,
+                cm_id: cm,
+                drained: AtomicBool::new(false),
+                _owner: PhantomData,
+            },
+            ring: ring.ius,
+            cq,
+            lkey,
+        })
+    }
+
+    /// The QP.
+    pub(crate) fn qp(&self) -> &Qp<C> {
+        &self.qp
+    }
+
+    /// The CQ.
+    pub(crate) fn cq(&self) -> &Cq {
+        &self.cq
+    }
+
+    /// `ib_drain_qp`: every request posted is flushed when it returns, and
+    /// nothing can be posted on the QP any more. Process context.
+    pub(crate) fn drain(&self) {
+        self.qp.drain();
+    }
+
+    /// A receive into buffer `i` (`rtrs_iu_post_recv`); EBUSY if it is
+    /// posted already (or a completion holds it), ECONNABORTED once the QP
+    /// is being drained.
+    pub(crate) fn post_ring_recv(&self, i: usize) -> Result {
+        let iu = self.ring.get(i).ok_or(EINVAL)?;
+        iu.state
+            .held
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| EBUSY)?;
+        // INVARIANT: one of our buffers, taken from clear `held` just above.
+        RingIu { iu }.post_recv(self.lkey)
     }
 }

@@ -154,18 +154,19 @@ impl<T: WorkItem<ID>, const ID: u64> DelayedWork<T, ID> {
     /// already. Any context.
     pub(crate) fn queue(owner: ArcBorrow<'_, T>, delay_ms: u32) -> bool {
         let w = owner.delayed_work();
-        let raw = Arc::into_raw(Arc::from(owner));
-        // SAFETY: The work is initialised and its workqueue alive (we hold
-        // a reference); once queued it owns the reference `raw` stands for.
+        // The reference the work owns once it is queued.
+        let r = Arc::from(owner);
+        // SAFETY: The work is initialised and its workqueue alive (`owner`
+        // holds a reference); if this queues it, `r` is handed over below.
         let queued = unsafe {
             bindings::rtrs_rs_queue_delayed_work(w.wq.wq.as_ptr(), w.dwork.get(), delay_ms)
         };
         if queued {
-            return true;
+            // INVARIANT: the pending work owns this reference now (its run
+            // or a cancel gives it back).
+            core::mem::forget(r);
         }
-        // SAFETY: Not queued, so the reference is still ours.
-        drop(unsafe { Arc::from_raw(raw) });
-        false
+        queued
     }
 
     /// Cancels the work of `owner` and waits for a running instance; true

@@ -2,8 +2,10 @@
 # Lint gates: rustfmt over all Rust (the kernel's settings, rustfmt.toml),
 # clippy with -D warnings over rtrs_core and its host tests, the module built
 # with the kernel's CLIPPY=1 without a single warning, and shellcheck
-# (warnings and errors) over scripts/ and tests/, and the module's layering
-# (scripts/check-layers.sh: each file imports only from layers below it).
+# (warnings and errors) over scripts/ and tests/, the module's layering
+# (scripts/check-layers.sh: each file imports only from layers below it), and
+# the count of its `unsafe` blocks (scripts/check-unsafe.sh: at most 115, and
+# 25 outside the FFI wrappers and ownership types; it prints them per file).
 #
 # The module's clippy build runs in a scratch copy of the sources, so the
 # tree's own objects (what the VM tests load) stay rustc-built. It needs the
@@ -11,7 +13,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$RTRS_REPO" || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
-tap_plan 5
+tap_plan 6
 
 # Every Rust file but bindgen's output and cargo's target/.
 mapfile -t rs < <(find . -name '*.rs' -not -path './target/*' -not -path './.git/*' \
@@ -45,4 +47,11 @@ fi
 mapfile -t sh < <(find scripts tests -name '*.sh' | sort)
 tap_check "shellcheck -S warning over ${#sh[@]} scripts" shellcheck -S warning -x -P SCRIPTDIR "${sh[@]}"
 tap_check "module files import downward only (the crate root's layer list)" scripts/check-layers.sh
+# The per-file counts go to the log whether or not the limits hold.
+if unsafe_counts=$(scripts/check-unsafe.sh 2>&1); then
+	tap_ok "unsafe blocks: at most 115, and 25 outside the FFI wrappers and ownership types"
+else
+	tap_not_ok "unsafe blocks: at most 115, and 25 outside the FFI wrappers and ownership types"
+fi
+diag "$unsafe_counts"
 tap_done
