@@ -147,30 +147,41 @@ tap_check "reconnect traced: CLOSED -> RECONNECTING (sysfs_reconnect), reconnect
 
 # --- a connection attempt that fails: add_path with no route -------------------
 tr_reset
+# The route to it is "unreachable": the address resolution fails at once.
+ip route add unreachable 10.99.0.0/24
 bad="ip:$(mp_caddr 1)@ip:10.99.0.1"
 if timeout 60 sh -c "echo '$bad' > $cls/add_path" 2>/dev/null; then res=ok; else res=refused; fi
 cerr=$(tr_lines rtrs_clt_connect "path='$bad' stage=create_cm cid=0 err=-" | grep -o 'err=-[0-9]*' | head -n 1)
 tap_check "add_path $bad $res; its failed attempt traced at create_cm ($cerr)" \
 	sh -c "[ $res = refused ] && [ -n '$cerr' ]"
+ip route del unreachable 10.99.0.0/24
 
 # --- the source address removed: GID change, recovery at once ------------------
-tr_reset
-mark=$(kmsg_mark)
-t0=$(date +%s%N)
-ip addr del "$(mp_caddr 2)/32" dev "$(mp_cdev 2)"
-wait_for 30 mp_path_down $S 2
-dt=$(( ($(date +%s%N) - t0) / 1000000 ))
-diag "address removed: path 2 down ${dt} ms after 'ip addr del' began"
-tap_check "address of path 2 removed: down through the port event (gid_change traced and logged, reason port_event)" \
-	sh -c "[ $(tr_count rtrs_clt_port_event "path='$P2' event=gid_change port=1 state=RECONNECTING\$") -eq 1 ] &&
-		[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=port_event\$") -eq 1 ] &&
-		dmesg | awk -v m='$mark' 'index(\$0, m) { f = 1 } f' | grep -q 'gid_change on port 1, starting recovery' || { cat $T/trace >&2; false; }"
-ip addr add "$(mp_caddr 2)/32" dev "$(mp_cdev 2)"
-_mp_routes 2
-wait_gid "$(mp_caddr 2)" "rxe_$(mp_cdev 2)"
-tap_check "address back: path 2 reconnects" mp_path_reconnect $S 2 120
-others=$(tr_count rtrs_clt_port_event "path='$P1'")
-tap_check "path 1 saw no event of path 2's device ($others lines)" test "$others" -eq 0
+# (full tier: its teardown waits 30 s for a disconnect that cannot be sent;
+# the quick tier sees device events through the carrier loss below)
+if [ "$RTRS_TIER" = quick ]; then
+	for t in "address removed: port event" "address back: reconnects" "path 1 saw no event"; do
+		tap_skip "$t" "full tier"
+	done
+else
+	tr_reset
+	mark=$(kmsg_mark)
+	t0=$(date +%s%N)
+	ip addr del "$(mp_caddr 2)/32" dev "$(mp_cdev 2)"
+	wait_for 30 mp_path_down $S 2
+	dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+	diag "address removed: path 2 down ${dt} ms after 'ip addr del' began"
+	tap_check "address of path 2 removed: down through the port event (gid_change traced and logged, reason port_event)" \
+		sh -c "[ $(tr_count rtrs_clt_port_event "path='$P2' event=gid_change port=1 state=RECONNECTING\$") -eq 1 ] &&
+			[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=port_event\$") -eq 1 ] &&
+			dmesg | awk -v m='$mark' 'index(\$0, m) { f = 1 } f' | grep -q 'gid_change on port 1, starting recovery' || { cat $T/trace >&2; false; }"
+	ip addr add "$(mp_caddr 2)/32" dev "$(mp_cdev 2)"
+	_mp_routes 2
+	wait_gid "$(mp_caddr 2)" "rxe_$(mp_cdev 2)"
+	tap_check "address back: path 2 reconnects" mp_path_reconnect $S 2 120
+	others=$(tr_count rtrs_clt_port_event "path='$P1'")
+	tap_check "path 1 saw no event of path 2's device ($others lines)" test "$others" -eq 0
+fi
 
 # --- carrier lost on the client port: PORT_ERR, recovery at once ---------------
 tr_reset
