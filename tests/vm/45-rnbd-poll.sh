@@ -50,8 +50,9 @@ done
 fio --name=sample --filename="$dev" --direct=1 --ioengine=io_uring --hipri=1 --iodepth=8 \
 	--rw=randread --bs=4k --size=8M --time_based --runtime=6 --output-format=terse >/dev/null 2>&1 &
 fpid=$!
+# Sampled for as long as fio runs (under TCG it may take seconds to start).
 seen=0
-for i in $(seq 1 40); do
+while kill -0 $fpid 2>/dev/null; do
 	poll_hctx_active && { seen=1; break; }
 	sleep 0.1
 done
