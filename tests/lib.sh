@@ -23,15 +23,28 @@ tap_done() { [ "$TAP_FAILED" -eq 0 ]; exit $?; }
 RTRS_TIER=${RTRS_TIER:-full}
 by_tier() { if [ "$RTRS_TIER" = quick ]; then echo "$1"; else echo "$2"; fi; }
 
+# A process costs about 0.3 s in the TCG VM, so the helpers that poll use
+# builtins only. _sleep <seconds>: sleeps by a timed read on a pipe that
+# nobody writes to (this shell holds both ends), without a fork.
+exec {_SLEEP_FD}<> <(:)
+_sleep() { read -r -t "$1" -u "$_SLEEP_FD" _ || true; }
+
 # wait_for <seconds> <command...>: poll until the command succeeds.
 wait_for() {
 	local t=$1; shift
-	local end=$(( $(date +%s) + t ))
+	local end=$(( SECONDS + t ))
 	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -ge "$end" ] && return 1
-		sleep 0.2
+		[ "$SECONDS" -ge "$end" ] && return 1
+		_sleep 0.2
 	done
 }
+
+# _read_line <file>: sets _LINE to the file's first line; false if unreadable.
+_read_line() { _LINE=; { read -r _LINE < "$1"; } 2>/dev/null; }
+
+# module_loaded <name>: the module is loaded (a loadable module has
+# /sys/module/<name>/refcnt only while it is).
+module_loaded() { [ -e "/sys/module/$1/refcnt" ]; }
 
 # --- RDMA / RNBD plumbing (VM only) ------------------------------------------
 RTRS_REPO=${RTRS_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -61,7 +74,7 @@ stop_server() {
 unload_modules() {
 	local m rc=0
 	for m in "$@"; do
-		grep -q "^$m " /proc/modules || continue
+		module_loaded "$m" || continue
 		wait_for 30 rmmod "$m" || { echo "cannot unload $m" >&2; rc=1; }
 	done
 	return $rc
@@ -78,7 +91,7 @@ map_rnbd() {
 	echo "sessname=$sess path=ip:$SRV_ADDR device_path=$dev $*" > $RNBD_CTL/map_device || return 1
 	local b
 	for b in /sys/block/rnbd*; do
-		[ "$(cat "$b/rnbd/session" 2>/dev/null)" = "$sess" ] && { echo "/dev/${b##*/}"; return 0; }
+		_read_line "$b/rnbd/session" && [ "$_LINE" = "$sess" ] && { echo "/dev/${b##*/}"; return 0; }
 	done
 	return 1
 }
@@ -93,7 +106,7 @@ unmap_rnbd() {
 	local n=0
 	for b in /sys/block/rnbd*; do
 		[ -e "$b/rnbd/session" ] || continue
-		[ "$(cat "$b/rnbd/session")" = "$1" ] || continue
+		_read_line "$b/rnbd/session" && [ "$_LINE" = "$1" ] || continue
 		echo normal > "$b/rnbd/unmap_device" || rc=1
 		n=$((n + 1))
 	done
@@ -101,7 +114,7 @@ unmap_rnbd() {
 	# the session closed would otherwise wait 240 s for a line that came before
 	# its mark), only one already under way.
 	if [ $n -eq 0 ]; then
-		wait_for 240 sh -c "[ ! -e /sys/class/rtrs-client/$1 ]" || rc=1
+		wait_for 240 _absent "/sys/class/rtrs-client/$1" || rc=1
 		return $rc
 	fi
 	# rnbd puts its session (and calls rtrs_clt_close) from the close
@@ -110,12 +123,14 @@ unmap_rnbd() {
 	# rnbd_client_exit and frees the code the work runs. Wait for it.
 	# The directory goes at the start of rtrs_clt_close (after running
 	# sysfs writes returned, e.g. a reconnect); this module logs the end.
-	wait_for 240 sh -c "[ ! -e /sys/class/rtrs-client/$1 ]" || rc=1
-	if grep -q '^rtrs_client_rs ' /proc/modules; then
+	wait_for 240 _absent "/sys/class/rtrs-client/$1" || rc=1
+	if module_loaded rtrs_client_rs; then
 		wait_for 240 _rs_closed_after "$mark" "$1" || rc=1
 	fi
 	return $rc
 }
+
+_absent() { [ ! -e "$1" ]; }
 
 # _rs_closed_after <mark> <sess>: this module logged "<sess>: session closed"
 # after the kernel log line <mark>.
