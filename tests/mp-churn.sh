@@ -3,29 +3,47 @@
 # unmodified rnbd-client over this module (MP_CLIENT=rs, the default; make
 # check runs it as tests/vm/55-mp-churn.sh) or over the in-tree C client
 # (MP_CLIENT=c, a baseline run by hand): map over both paths; verified randrw
-# fio (crc32c, QD 64, one job per CPU, 240 s; 75 s with the fast actions only
-# in the quick tier) while a loop takes one path at a
+# fio (crc32c, QD 64, one job per CPU, 240 s) while a loop takes one path at a
 # time away and back: ip link down/up of path 1's middle link, a silent cut
 # of path 2 (blackhole routes), remove_path/add_path of path 1, then sysfs
-# disconnect/reconnect flips until fio ends; no verify error, failovers counted, both paths back; then netem delay
-# on path 1 and the min-latency policy must steer the IO to path 2.
+# disconnect/reconnect flips until fio ends; no verify error, failovers
+# counted, both paths back; then netem delay on path 1 and the min-latency
+# policy must steer the IO to path 2. The quick tier runs the fast actions
+# once each under less fio, with a 1 s heartbeat (3 misses) for the latency
+# measurement.
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$TESTS_DIR/lib.sh"
 . "$TESTS_DIR/lib-mp.sh"
 MP_CLIENT=${MP_CLIENT:-rs}
+# The quick tier's heartbeat (this module's parameters; the C client has
+# none): cur_latency is measured every second, and a path cut while idle is
+# noticed within 4 s.
+HB_ARGS=$(by_tier "hb_interval_ms=1000 hb_missed_max=3" "")
+# shellcheck disable=SC2086 # HB_ARGS is zero or two words
 case $MP_CLIENT in
-	c) CLT_MOD=rtrs_client; load_client() { modprobe rnbd_client; } ;;
-	rs) CLT_MOD=rtrs_client_rs; load_client() { load_rnbd_rs; } ;;
+	c) CLT_MOD=rtrs_client; HB_ARGS=; load_client() { modprobe rnbd_client; } ;;
+	rs) CLT_MOD=rtrs_client_rs; load_client() { load_rnbd_rs $HB_ARGS; } ;;
 	*) echo "MP_CLIENT must be c or rs" >&2; exit 2 ;;
 esac
-# The quick tier (make check) runs 75 s of fio with the fast actions only
-# (remove_path/add_path and disconnect/reconnect); a link down and a silent
-# cut each cost 40-70 s until the path is back, remove_path/add_path 20-45 s
-# under IO. The full tier starts the slow ones first and gives fio 240 s, so
-# that every kind of action starts while fio runs.
-FIO_RT=${MP_FIO_RUNTIME:-$(by_tier 75 240)}
-ACTIONS=${MP_ACTIONS:-$(by_tier "remove_add disc:2 disc:1 disc:2 disc:1" \
+# The quick tier (make check) runs the fast actions once each:
+# remove_path/add_path of path 1 (20-60 s), then a sysfs disconnect/reconnect
+# of the new path 1 (30-50 s under IO); path 2 counts the failovers of both
+# (a path counts the requests failed over to it, and a re-added one counts
+# anew: a disconnect of path 2 before the remove would leave no trace). A
+# link down or a silent cut costs 60-110 s until the path is back, whatever
+# the client's heartbeat (measured with a 1 s one): the in-tree server keeps
+# its side of the path until its own heartbeat (5 x 5 s) gives up (44 s after
+# a link down), and connects under IO are slow; 57 and 61 cut a path under IO
+# in the quick tier. fio must still run when the last action starts (60 s
+# covers the remove_path/add_path with a margin). The full tier starts the
+# slow ones first and gives fio 240 s, so that every kind of action starts
+# while fio runs.
+FIO_RT=${MP_FIO_RUNTIME:-$(by_tier 60 240)}
+ACTIONS=${MP_ACTIONS:-$(by_tier "remove_add disc:1" \
 	"link cut remove_add disc:2 disc:1 disc:2 disc:1 disc:2 disc:1")}
+# The quick tier verifies every 64 writes as it goes, which keeps the final
+# verify pass short (up to 512 reads per job at ~40 IOPS otherwise).
+VERIFY_BACKLOG=$(by_tier 64 512)
 # Multipath policy during the cuts; empty keeps the client's default
 # (min-inflight for the C client). round-robin makes the C client splat
 # "BUG: using smp_processor_id() in preemptible code" (get_next_path_rr) on
@@ -34,8 +52,9 @@ CUT_POLICY=${MP_CUT_POLICY:-}
 SESS=mpc
 PLAN=14
 tap_plan $PLAN
-t0=$(date +%s)
-ts() { diag "[+$(( $(date +%s) - t0 ))s] $*"; }
+SECONDS=0
+# ts <what>: a diagnostic with the time since the start (no fork for one line).
+ts() { if [[ $* == *$'\n'* ]]; then diag "[+${SECONDS}s] $*"; else echo "# [+${SECONDS}s] $*"; fi; }
 
 # bail <reason>: report the remaining tests as failed, clean up, and stop.
 bail() {
@@ -55,7 +74,7 @@ cleanup() {
 
 if mp_setup; then tap_ok "two-path topology up: $MP_PATHS"; else tap_not_ok "two-path topology up"; bail "no topology"; fi
 tap_check "in-tree rnbd-server and a brd disk load" start_server 65536
-tap_check "rnbd-client over $CLT_MOD loads" load_client
+tap_check "rnbd-client over $CLT_MOD loads${HB_ARGS:+ ($HB_ARGS)}" load_client
 dev=$(timeout 120 bash -c ". '$RTRS_REPO/tests/lib.sh'; . '$RTRS_REPO/tests/lib-mp.sh'; MP_PATHS='$MP_PATHS'; mp_map_rnbd $SESS /dev/ram0")
 if [ -b "$dev" ]; then tap_ok "mapped $dev over $MP_PATHS"; else tap_not_ok "map over both paths"; bail "no device"; fi
 if wait_for 30 mp_path_connected $SESS 1 && wait_for 30 mp_path_connected $SESS 2; then
@@ -75,7 +94,7 @@ njobs=$(nproc)
 # nice: under TCG the IO can starve this shell, whose loop must keep going.
 timeout -k 10 $(( FIO_RT + 300 )) nice -n 19 fio --name=mp --filename="$dev" --direct=1 --ioengine=libaio \
 	--rw=randrw --bs=4k --iodepth=64 --numjobs="$njobs" --size=8M --offset_increment=8M \
-	--cpus_allowed=0-$(( njobs - 1 )) --cpus_allowed_policy=split --time_based --runtime="$FIO_RT" --verify=crc32c --verify_backlog=512 --do_verify=1 \
+	--cpus_allowed=0-$(( njobs - 1 )) --cpus_allowed_policy=split --time_based --runtime="$FIO_RT" --verify=crc32c --verify_backlog="$VERIFY_BACKLOG" --do_verify=1 \
 	--verify_fatal=1 --verify_state_save=0 --randrepeat=0 --group_reporting \
 	--output-format=json --output="$fio_out" >/tmp/mp-fio.log 2>&1 &
 fio_pid=$!
@@ -86,6 +105,21 @@ declare -A done_n=()
 # disconnect of path 2.
 want_rc=(0 0 0)
 fio_running() { kill -0 $fio_pid 2>/dev/null; }
+# brief: the paths' state and counters (mp_status without the port state).
+brief() {
+	local n
+	for n in 1 2; do
+		echo "path$n: $(mp_path_state $SESS $n); rdma $(mp_path_rdma $SESS $n); reconnects $(field $n stats/reconnects 1 2)"
+	done
+}
+# field <n> <file> <i...>: fields i of the first line of path n's <file>
+# (read(1), no process).
+field() {
+	local n=$1 f=$2 v=() i out=; shift 2
+	read -r -a v < "$(mp_path_dir $SESS "$n")/$f" 2>/dev/null
+	for i in "$@"; do out+="${out:+ }${v[$(( i - 1 ))]:-0}"; done
+	echo "$out"
+}
 both_up() { mp_path_connected $SESS 1 && mp_path_connected $SESS 2; }
 # back <n> <what>: path n must come back (forced reconnect), else a failure.
 back() {
@@ -117,7 +151,11 @@ act_cut() {
 	mp_path_restore 2 || { ts "restore of path 2 failed"; churn_ok=0; }
 	back 2 "restore"
 }
-sleep 3
+# The first action needs IO in flight (fio takes seconds to start under TCG).
+io0=$(( $(mp_path_reqs $SESS 1) + $(mp_path_reqs $SESS 2) ))
+io_flowing() { [ $(( $(mp_path_reqs $SESS 1) + $(mp_path_reqs $SESS 2) )) -gt $(( io0 + 64 )) ]; }
+wait_for 60 io_flowing || { ts "no IO after 60 s"; churn_ok=0; }
+ts "IO flowing"
 # The slow actions first (a cut path's teardown waits for DISCONNECTED
 # events that never come, 30 s as in C): each must start while fio runs.
 want=()
@@ -137,7 +175,7 @@ for a in $ACTIONS; do
 		cut|disc:2) want_rc[2]=$(( want_rc[2] + 1 )) ;;
 	esac
 done
-ts "$(mp_status $SESS)"
+ts "$(brief)"
 wait $fio_pid
 fio_rc=$?
 ts "fio done (rc $fio_rc); actions done: ${!done_n[*]}"
@@ -165,16 +203,16 @@ if wait_for 60 mp_path_connected $SESS 1 && wait_for 60 mp_path_connected $SESS 
 else
 	tap_not_ok "both paths CONNECTED at the end"
 fi
-# Path 1 was re-added before its link went down; path 2 lived throughout.
-rc1=$(cat "$(mp_path_dir $SESS 1)/stats/reconnects"); rc2=$(cat "$(mp_path_dir $SESS 2)/stats/reconnects")
+# Path 1 counts anew once re-added; path 2 lived throughout.
+rc1=$(field 1 stats/reconnects 1 2); rc2=$(field 2 stats/reconnects 1 2)
 tap_check "each path counted its successful reconnects (path1: '$rc1' >= ${want_rc[1]}, path2: '$rc2' >= ${want_rc[2]})" \
 	test "${rc1%% *}" -ge "${want_rc[1]}" -a "${rc2%% *}" -ge "${want_rc[2]}" -a $(( want_rc[1] + want_rc[2] )) -gt 0
-ts "$(mp_status $SESS)"
 
 # --- netem delay on path 1, min-latency policy ----------------------------------
 # min-latency picks the path with the lowest heartbeat RTT (cur_latency), which
-# is measured every 5 s, so wait until both paths have been measured with it.
-lat() { cat "$(mp_path_dir $SESS "$1")/cur_latency" | cut -d' ' -f1; }
+# is measured every heartbeat (5 s; 1 s in the quick tier), so wait until both
+# paths have been measured with it.
+lat() { field "$1" cur_latency 1; }
 mp_path_delay 1 40
 lat_ok() { [ "$(lat 1)" -gt 80000000 ] && [ "$(lat 2)" -lt "$(lat 1)" ]; }
 if wait_for 30 lat_ok; then
@@ -186,8 +224,8 @@ echo min-latency > /sys/class/rtrs-client/$SESS/mpath_policy
 pol=$(cat /sys/class/rtrs-client/$SESS/mpath_policy)
 r1=$(mp_path_reqs $SESS 1); r2=$(mp_path_reqs $SESS 2)
 out=$(timeout -k 10 120 fio --name=ml --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw \
-	--bs=4k --iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime=10 \
-	--verify=crc32c --verify_backlog=512 --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
+	--bs=4k --iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime="$(by_tier 5 10)" \
+	--verify=crc32c --verify_backlog="$VERIFY_BACKLOG" --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
 	--group_reporting --output-format=terse 2>&1)
 ml_rc=$?
 d1=$(( $(mp_path_reqs $SESS 1) - r1 )); d2=$(( $(mp_path_reqs $SESS 2) - r2 ))
