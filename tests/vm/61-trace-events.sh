@@ -132,13 +132,13 @@ q0=$(mp_path_reqs $S 2)
 # fio's runtime counts from its first IO: the cut comes within a second or
 # two of it, path 2 is found down within ~7 s, and path 1 carries the rest.
 mp_run_io "$dev" /tmp/tr-fio.out "$(by_tier 20 30)" & fpid=$!
-# p2_inflight: requests in flight on path 2 (stats/rdma's fifth field).
-p2_inflight() { local i=0; { read -r _ _ _ _ i _ < "$p2dir/stats/rdma"; } 2>/dev/null; echo "${i:-0}"; }
-# p2_busy: fio's IO runs over path 2, and requests are in flight on it.
-p2_busy() { [ "$(mp_path_reqs $S 2)" -ge $(( q0 + 16 )) ] && [ "$(p2_inflight)" -ge 4 ]; }
+# p2_busy: fio's IO runs over path 2. (stats/rdma's inflight counts only
+# under min-inflight, as in C, so it stays 0 here; with round-robin at
+# fio's QD 64 about half of the outstanding requests sit on path 2.)
+p2_busy() { [ "$(mp_path_reqs $S 2)" -ge $(( q0 + 16 )) ]; }
 # IO under TCG and KASAN is slow: fio may take many seconds to get going.
-wait_for 90 p2_busy || diag "no IO in flight over path 2 before the cut"
-diag "path 2 had $(p2_inflight) requests in flight at the cut"
+wait_for 90 p2_busy || diag "no IO over path 2 before the cut"
+diag "path 2 carried $(( $(mp_path_reqs $S 2) - q0 )) requests before the cut"
 mark "cut path 2"
 t0=$(date +%s%N)
 mp_path_cut 2
