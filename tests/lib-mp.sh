@@ -341,6 +341,11 @@ mp_run_io() {
 mp_path_state() { _mp_dir "$1" "$2"; if _read_line "$_MP_DIR/state"; then echo "$_LINE"; else echo gone; fi; }
 mp_path_connected() { _mp_dir "$1" "$2"; _read_line "$_MP_DIR/state" && [ "$_LINE" = connected ]; }
 mp_path_down() { ! mp_path_connected "$1" "$2"; }
+# pstate <dir>: ST = the path's state at sysfs dir <dir> ("gone" without it);
+# pconn and pdown test it.
+pstate() { ST=gone; _read_line "$1/state" && ST=$_LINE; }
+pconn() { pstate "$1"; [ "$ST" = connected ]; }
+pdown() { ! pconn "$1"; }
 # mp_path_rdma <sess> <n>: its stats/rdma: "rd_cnt rd_bytes wr_cnt wr_bytes inflight failover".
 mp_path_rdma() { _mp_dir "$1" "$2"; _read_line "$_MP_DIR/stats/rdma" && echo "$_LINE"; }
 # mp_path_reqs <sess> <n>: read + write requests sent over path n so far.

@@ -9,13 +9,22 @@ tap_plan() { echo "TAP version 13"; echo "1..$1"; }
 tap_ok() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N $*"; }
 tap_not_ok() { TAP_N=$((TAP_N + 1)); TAP_FAILED=$((TAP_FAILED + 1)); echo "not ok $TAP_N $*"; }
 tap_skip() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N $1 # SKIP ${2:-}"; }
-diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+# diag <text...>: each line of each argument as a TAP comment (builtins only).
+diag() {
+	local a l
+	for a in "$@"; do
+		while IFS= read -r l; do printf '# %s\n' "$l"; done <<< "$a"
+	done
+}
 # tap_check "<description>" <command...>: one test point from a command's status.
 tap_check() {
 	local desc=$1; shift
 	local out
 	if out=$("$@" 2>&1); then tap_ok "$desc"; else tap_not_ok "$desc"; diag "$out"; fi
 }
+# tap_if <description> <command...>: tap_check in this shell, for conditions
+# that print nothing (no subshell: they may set variables).
+tap_if() { local d=$1; shift; if "$@"; then tap_ok "$d"; else tap_not_ok "$d"; fi; }
 tap_done() { [ "$TAP_FAILED" -eq 0 ]; exit $?; }
 
 # The test tier: quick (make check) or full (make check-full, and the

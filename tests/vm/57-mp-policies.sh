@@ -55,13 +55,6 @@ tap_check "server side loads" start_server 65536
 tap_check "client stack loads ${HB_ARGS:-with the default heartbeat}" load_rnbd_rs $HB_ARGS
 
 # Builtins only (a process costs about 0.3 s under TCG):
-# tap_if <description> <command...>: tap_check in this shell, for conditions
-# that print nothing.
-tap_if() { local d=$1; shift; if "$@"; then tap_ok "$d"; else tap_not_ok "$d"; fi; }
-# pstate <dir>: ST = the path's state ("gone" without its directory).
-pstate() { ST=gone; _read_line "$1/state" && ST=$_LINE; }
-pconn() { pstate "$1"; [ "$ST" = connected ]; }
-pdown() { ! pconn "$1"; }
 # reqs <dir>: REQS = read + write requests sent over the path so far, from
 # stats/rdma ("rd_cnt rd_bytes wr_cnt wr_bytes inflight failover").
 reqs() { local a='' c=''; { read -r a _ c _ < "$1/stats/rdma"; } 2>/dev/null; REQS=$(( ${a:-0} + ${c:-0} )); }

@@ -36,13 +36,6 @@ werr() {
 }
 # npaths: NP_NOW = the paths the session lists.
 npaths() { local a=("$cls"/paths/*); NP_NOW=${#a[@]}; [ -e "${a[0]}" ] || NP_NOW=0; }
-# tap_if <description> <command...>: tap_check in this shell, for conditions
-# that print nothing.
-tap_if() { local d=$1; shift; if "$@"; then tap_ok "$d"; else tap_not_ok "$d"; fi; }
-# pstate <dir>: ST = the path's state ("gone" without its directory); pconn, pdown.
-pstate() { ST=gone; _read_line "$1/state" && ST=$_LINE; }
-pconn() { pstate "$1"; [ "$ST" = connected ]; }
-pdown() { ! pconn "$1"; }
 # rdma_sum: IOSUM = read + write requests over all paths so far.
 rdma_sum() {
 	local f a c; IOSUM=0
