@@ -148,14 +148,17 @@ mp_setup() {
 	for k in net.ipv4.conf.all.accept_local net.ipv4.conf.default.accept_local; do
 		_mp_sysctl $k 1 || return 1
 	done
-	ip netns add $MP_NS && ip netns add $MP_NS2 || return 1
-	# A router's devices are created after this, so its defaults cover them.
+	# The two routers side by side (a netns costs the kernel seconds too). A
+	# router's devices are created after this, so its defaults cover them.
 	for ns in $MP_NS $MP_NS2; do
-		ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 \
+		{ ip netns add "$ns" && ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 \
 			net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
 			net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.default.send_redirects=0 \
-			net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 || return 1
+			net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; } & pids+=($!)
 	done
+	for k in "${pids[@]}"; do wait "$k" || rc=1; done
+	pids=()
+	[ $rc = 0 ] || return 1
 	# The veths, MACs fixed by name.
 	cmds=
 	for (( n = 1; n <= MP_N; n++ )); do
@@ -171,13 +174,23 @@ mp_setup() {
 		cmds+="link add mprs$n address $m1 type veth peer name mpqc$n address $m2 netns $MP_NS2"$'\n'
 	done
 	_mp_batch $MP_NS <<< "$cmds" || return 1
-	# The client and server ends live in this netns: their own settings.
+	# The client and server ends live in this netns: their own settings,
+	# before they come up.
 	for (( n = 1; n <= MP_N; n++ )); do
 		for d in "mpc$n" "mps$n"; do
 			_mp_sysctl "net.ipv6.conf.$d.disable_ipv6" 1 &&
 			_mp_sysctl "net.ipv4.conf.$d.rp_filter" 0 &&
 			_mp_sysctl "net.ipv4.conf.$d.accept_local" 1 || return 1
 		done
+	done
+	# The rxe devices come up in the background meanwhile: each add keeps
+	# the kernel busy for several seconds under TCG, the rest is user space.
+	MP_PATHS=
+	for (( n = 1; n <= MP_N; n++ )); do
+		for d in "mpc$n" "mps$n"; do
+			rdma link add "rxe_$d" type rxe netdev "$d" & pids+=($!)
+		done
+		MP_PATHS+="${MP_PATHS:+ }ip:10.10.$n.1@ip:10.10.$n.2"
 	done
 	# Links up, addresses, routes and neighbours: one ip per netns.
 	_CMDS=
@@ -186,7 +199,7 @@ mp_setup() {
 		_CMDS+="addr add 10.10.$n.1/32 dev mpc$n"$'\n'"addr add 10.10.$n.2/32 dev mps$n"$'\n'
 		_mp_routes_cmds "$n" init
 	done
-	_mp_batch - <<< "$_CMDS" || return 1
+	_mp_batch - <<< "$_CMDS" || rc=1
 	for ns in $MP_NS $MP_NS2; do
 		_CMDS="link set lo up"$'\n'
 		for (( n = 1; n <= MP_N; n++ )); do
@@ -197,14 +210,7 @@ mp_setup() {
 			fi
 			_mp_routes_cmds "$n" "$ns"
 		done
-		_mp_batch "$ns" <<< "$_CMDS" || return 1
-	done
-	MP_PATHS=
-	for (( n = 1; n <= MP_N; n++ )); do
-		for d in "mpc$n" "mps$n"; do
-			rdma link add "rxe_$d" type rxe netdev "$d" & pids+=($!)
-		done
-		MP_PATHS+="${MP_PATHS:+ }ip:10.10.$n.1@ip:10.10.$n.2"
+		_mp_batch "$ns" <<< "$_CMDS" || rc=1
 	done
 	for k in "${pids[@]}"; do wait "$k" || rc=1; done
 	[ $rc = 0 ] || return 1
@@ -218,15 +224,14 @@ mp_setup() {
 # mp_teardown: remove the rxe devices, the veths and the router netns. Call it
 # after the RTRS sessions are gone and the modules unloaded.
 mp_teardown() {
-	local n d pids=() cmds=
+	local n d cmds=
+	# (One by one: side by side they took longer, 34 s against 27 s.)
 	for (( n = 1; n <= MP_N; n++ )); do
 		for d in "mpc$n" "mps$n"; do
-			[ -e "/sys/class/infiniband/rxe_$d" ] || continue
-			rdma link del "rxe_$d" 2>/dev/null & pids+=($!)
+			[ -e "/sys/class/infiniband/rxe_$d" ] && rdma link del "rxe_$d" 2>/dev/null
 		done
 		cmds+="link del mpc$n"$'\n'"link del mps$n"$'\n'
 	done
-	for n in "${pids[@]}"; do wait "$n"; done
 	# (-force: go on past devices that are already gone.)
 	ip -force -batch - <<< "$cmds" 2>/dev/null
 	for d in $MP_NS $MP_NS2; do
