@@ -14,14 +14,13 @@ out=$1; shift
 kmsg() { echo "rtrs-suite: $*" > /dev/kmsg; }
 
 # A process costs about 0.3 s under TCG: the reset runs on builtins where it
-# can (sysfs and /proc reads, globs), and execs only to undo something.
-exec {sleep_fd}<> <(:)
-nap() { read -r -t "$1" -u "$sleep_fd" _ || true; }
-readf() { line=; { read -r line < "$1"; } 2>/dev/null; }
+# can (sysfs and /proc reads, globs; lib.sh's _sleep and _read_line), and
+# execs only to undo something.
+. "$(dirname "$0")/../tests/lib.sh"
 
 # reset: take down what a test left behind, and say what it was.
 reset() {
-	local b m l a i line
+	local b m l a i
 	for b in /sys/block/rnbd*; do
 		[ -e "$b/rnbd/unmap_device" ] || continue
 		echo "unmapped ${b##*/}"; echo force > "$b/rnbd/unmap_device"
@@ -29,12 +28,12 @@ reset() {
 	for (( i = 0; i < 600; i++ )); do
 		l=(/sys/class/rtrs-client/*)
 		[ -e "${l[0]}" ] || break
-		nap 0.2
+		_sleep 0.2
 	done
 	for m in rnbd_client rtrs_client_rs rtrs_client rnbd_server rtrs_server rtrs_core brd null_blk lkdtm; do
 		[ -e "/sys/module/$m/refcnt" ] || continue
 		echo "unloaded $m"
-		for (( i = 0; i < 150; i++ )); do rmmod "$m" 2>/dev/null && break; nap 0.2; done
+		for (( i = 0; i < 150; i++ )); do rmmod "$m" 2>/dev/null && break; _sleep 0.2; done
 	done
 	for l in /run/netns/*; do
 		[ -e "$l" ] || continue
@@ -58,8 +57,8 @@ reset() {
 	[ -e /sys/class/infiniband/rxe_eth0 ] ||
 		{ echo "rxe_eth0 re-added"; rdma link add rxe_eth0 type rxe netdev eth0; }
 	for (( i = 0; i < 100; i++ )); do
-		readf /sys/class/infiniband/rxe_eth0/ports/1/state && [ "${line#*: }" = ACTIVE ] && break
-		nap 0.2
+		_read_line /sys/class/infiniband/rxe_eth0/ports/1/state && [ "${_LINE#*: }" = ACTIVE ] && break
+		_sleep 0.2
 	done
 	# Writable copies a test mounted over read-only directories (15-install).
 	local mounts; mounts=$(< /proc/mounts)
@@ -69,8 +68,8 @@ reset() {
 	done
 	local k
 	for k in $sysctls; do
-		readf "/proc/sys/${k//.//}"
-		[ "$line" = "${boot_sysctl[$k]}" ] ||
+		_read_line "/proc/sys/${k//.//}"
+		[ "$_LINE" = "${boot_sysctl[$k]}" ] ||
 			{ echo "sysctl $k"; sysctl -qw "$k=${boot_sysctl[$k]}"; }
 	done
 	return 0
@@ -83,7 +82,7 @@ for l in /sys/class/net/*; do boot_links+=" ${l##*/}"; done
 boot_links+=" "
 sysctls="net.ipv4.conf.all.rp_filter net.ipv4.conf.default.rp_filter net.ipv4.conf.all.accept_local net.ipv4.conf.default.accept_local"
 declare -A boot_sysctl=()
-for k in $sysctls; do readf "/proc/sys/${k//.//}"; boot_sysctl[$k]=$line; done
+for k in $sysctls; do _read_line "/proc/sys/${k//.//}"; boot_sysctl[$k]=$_LINE; done
 for t in "$@"; do
 	name=${t#*tests/}; name=${name%.sh}; name=${name//\//_}
 	kmsg "begin $name"
