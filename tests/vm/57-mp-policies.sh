@@ -13,7 +13,7 @@
 # ends), which nothing shapes: one topology path less to build.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib-mp.sh"
-PLAN=17
+PLAN=18
 skip_all_unless_api $PLAN
 tap_plan $PLAN
 S=pol
@@ -93,6 +93,11 @@ run_io() { mp_run_io "$dev" /tmp/p-fio.out "$@"; } # run_io <seconds> [extra fio
 # --- silent peer: all traffic of path 1 lost; the heartbeat notices -------------
 # First, while both paths are fresh (the netem runs below can make rxe's RC
 # give up on path 1).
+# The heartbeat's misses of path 1 are traced (rtrs_clt_hb_miss, this
+# module's; tests/vm/61-trace-events.sh checks the events themselves).
+T=/sys/kernel/tracing hb_ev=/sys/kernel/tracing/events/rtrs_clt/rtrs_clt_hb_miss
+[ -d $T/events ] || mount -t tracefs nodev $T 2>/dev/null
+if [ -d $hb_ev ]; then echo > $T/trace; echo 1 > $hb_ev/enable; echo 1 > $T/tracing_on; fi
 mp_path_loss 1 100
 t_cut=$SECONDS
 if wait_for 60 pdown "$p1d"; then
@@ -100,6 +105,21 @@ if wait_for 60 pdown "$p1d"; then
 else
 	tap_not_ok "silent path 1 noticed"; diag "$(status)"
 fi
+# Idle, only the heartbeat's own RDMA write is at stake: its misses count
+# from 1 (RC's retries of that write, 8 x 537 ms on rxe, may end the count
+# before it passes the limit, hence only the first two; a miss that a late
+# answer undid may come before them).
+misses=
+if [ -d $hb_ev ]; then
+	echo 0 > $hb_ev/enable
+	mapfile -t lines < $T/trace
+	for l in "${lines[@]}"; do
+		[[ $l == *" rtrs_clt_hb_miss: "*"path='${MP_PATHS%% *}' "* && $l =~ (missed=[0-9]+) ]] &&
+			misses+="${BASH_REMATCH[1]} "
+	done
+fi
+tap_if "the silent path's heartbeat misses are traced from 1 (${misses:-none})" \
+	eval '[[ $misses == "missed=1 "* && $misses == *"missed=1 missed=2 "* ]]'
 t_down=$SECONDS
 # Traffic back at once: the path's teardown then ends (its disconnect
 # request is answered) and rnbd's 30 s reconnect delay runs while path 2

@@ -158,15 +158,22 @@ nfo_err=$(tr_count rtrs_clt_failover "err=-")
 tap_check "silent cut under verified IO (fio rc $frc): $fo requests failed over, $nfo failover lines from path 2 to path 1, $nfo_err with an error" \
 	sh -c "[ $frc -eq 0 ] && [ $fo -gt 0 ] && [ $nfo -eq $fo ] && [ $nfo_err -eq 0 ]"
 misses=$(tr_lines rtrs_clt_hb_miss "path='$P2'" | grep -o 'missed=[0-9]*' | head -n 8 | tr '\n' ' ')
-tap_check "then rtrs_rdma_error_recovery (state=CONNECTED), CONNECTED -> RECONNECTING (error_recovery) once; heartbeat misses ($misses) start at 1 of max $HB_MISS" \
+# Under IO two detectors race: the heartbeat and RC's retries of the requests
+# stuck on path 2 (8 x 537 ms on rxe). Under TCG the heartbeat's work may not
+# run before RC gives up (quick suite at 219ad06: recovery 2.7 s after the
+# cut, no miss traced), so misses are not required here; if traced, they
+# start at 1. 57 checks the misses of an idle silent path, 61's full tier
+# counts them to the limit.
+[ -n "$misses" ] || diag "no heartbeat miss of path 2 traced: RC's retries found the cut first"
+tap_check "then rtrs_rdma_error_recovery (state=CONNECTED), CONNECTED -> RECONNECTING (error_recovery) once; heartbeat misses (${misses:-none}) start at 1 of max $HB_MISS" \
 	sh -c "[ $(tr_count rtrs_rdma_error_recovery "sess='$P2' state=CONNECTED attempts='0' max-attempts='-1' ") -ge 1 ] &&
 		[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=error_recovery\$") -eq 1 ] &&
-		[ $(tr_count rtrs_clt_hb_miss "path='$P2' missed=1 max=$HB_MISS\$") -ge 1 ] || { cat $T/trace >&2; false; }"
+		case '$misses' in '' | 'missed=1 '*) true ;; *) false ;; esac || { cat $T/trace >&2; false; }"
 tap_check "path 2 back after the cut" mp_path_reconnect $S 2 120
 
 # --- a silent peer while idle: the heartbeat counts to its limit ---------------
 if [ "$RTRS_TIER" = quick ]; then
-	tap_skip "idle silent peer: hb_miss up to max + 1" "full tier (the cut above shows the misses start)"
+	tap_skip "idle silent peer: hb_miss up to max + 1" "full tier (57 traces an idle silent path's first misses)"
 else
 	tr_reset
 	mp_path_cut 2
