@@ -68,12 +68,27 @@ mp_cdev() { echo "mpc$1"; }
 mp_sdev() { echo "mps$1"; }
 mp_caddr() { echo "10.10.$1.1"; }
 mp_saddr() { echo "10.10.$1.2"; }
-# mp_path_name <n>: the path as rnbd/rtrs spell it (also its sysfs dir name).
-mp_path_name() { echo "ip:$(mp_caddr "$1")@ip:$(mp_saddr "$1")"; }
+# MP_LOOP=1 (with MP_N=1, for quick tiers): one more path, number 2, over
+# the VM's own rxe_eth0 (ip:10.0.2.15@ip:10.0.2.15; rxe loops it back inside
+# the driver, so it cannot be cut or shaped). It saves a second topology path
+# (two rxe devices: ~10 s each to add and to remove under TCG) where path 2
+# only has to stay up.
+MP_LOOP=${MP_LOOP:-0}
+MP_LOOP_PATH=ip:10.0.2.15@ip:10.0.2.15
+# _mp_pathname <n>: sets _MP_PATH to path n as rnbd/rtrs spell it (also its
+# sysfs dir name); mp_path_name prints it.
+_mp_pathname() {
+	if [ "$MP_LOOP" = 1 ] && [ "$1" -gt "$MP_N" ]; then
+		_MP_PATH=$MP_LOOP_PATH
+	else
+		_MP_PATH="ip:10.10.$1.1@ip:10.10.$1.2"
+	fi
+}
+mp_path_name() { _mp_pathname "$1"; echo "$_MP_PATH"; }
 mp_path_dir() { _mp_dir "$1" "$2"; echo "$_MP_DIR"; }
 # _mp_dir <sess> <n>: sets _MP_DIR to path n's sysfs dir (no subshell: the
 # pollers below run without forks, a process costing ~0.3 s under TCG).
-_mp_dir() { _MP_DIR="$RTRS_CLT_SYSFS/$1/paths/ip:10.10.$2.1@ip:10.10.$2.2"; }
+_mp_dir() { _mp_pathname "$2"; _MP_DIR="$RTRS_CLT_SYSFS/$1/paths/$_MP_PATH"; }
 
 # _mp_mac <dev>: sets _MAC to the fixed MAC that mp_setup gives <dev> (a role
 # byte and the path number), so routes and neighbours need no lookups.
@@ -218,6 +233,13 @@ mp_setup() {
 		wait_for 20 _mp_port_active "rxe_mpc$n" || return 1
 		wait_for 20 _mp_port_active "rxe_mps$n" || return 1
 	done
+	if [ "$MP_LOOP" = 1 ]; then
+		# (The suite keeps rxe_eth0 up between tests.)
+		[ -e /sys/class/infiniband/rxe_eth0 ] ||
+			{ rdma link add rxe_eth0 type rxe netdev eth0 && wait_for 20 _mp_port_active rxe_eth0; } ||
+			return 1
+		MP_PATHS+=" $MP_LOOP_PATH"
+	fi
 	export MP_PATHS
 }
 
@@ -363,7 +385,7 @@ mp_path_reqs() {
 # mp_failovers <sess>: failover count summed over the paths.
 mp_failovers() {
 	local sess=$1 n t=0 f
-	for (( n = 1; n <= MP_N; n++ )); do
+	for (( n = 1; n <= MP_N + MP_LOOP; n++ )); do
 		f=0
 		_mp_dir "$sess" "$n"
 		{ read -r _ _ _ _ _ f _ < "$_MP_DIR/stats/rdma"; } 2>/dev/null
@@ -374,7 +396,7 @@ mp_failovers() {
 # mp_status <sess>: one line per path, for diagnostics.
 mp_status() {
 	local n d
-	for n in $(seq 1 "$MP_N"); do
+	for (( n = 1; n <= MP_N + MP_LOOP; n++ )); do
 		d=$(mp_path_dir "$1" "$n")
 		echo "path$n $(mp_path_name "$n"): $(mp_path_state "$1" "$n"); rdma $(cat "$d/stats/rdma" 2>/dev/null);" \
 			"reconnects $(cat "$d/stats/reconnects" 2>/dev/null); latency $(cat "$d/cur_latency" 2>/dev/null);" \
