@@ -27,21 +27,18 @@ ts() { echo "# [+${SECONDS}s] $*"; echo "rtrs-test: 57 [+${SECONDS}s] $*" > /dev
 # round-robin shares (T_RR) within a run (T_RRF) that then carries the flips,
 # for service-time and min-inflight; the flips of each of the 3 policies.
 if [ "$RTRS_TIER" = quick ]; then
-	MP_N=1 T_RRF=6 T_RR=3 T_ST=4 T_MI=3 NFLIP=100
+	# Path 2 over the VM's own rxe_eth0 (lib-mp.sh MP_LOOP).
+	# shellcheck disable=SC2034 # MP_LOOP is read by lib-mp.sh
+	MP_N=1 MP_LOOP=1 T_RRF=6 T_RR=3 T_ST=4 T_MI=3 NFLIP=100
 	# The quick tier finds the silent peer below with a 1 s heartbeat (3
 	# misses); the full tier at C's values (59 covers both in its own way).
 	HB_ARGS="hb_interval_ms=1000 hb_missed_max=3"
 else
+	# shellcheck disable=SC2034 # MP_N is read by lib-mp.sh
 	MP_N=2 T_RRF=28 T_RR=8 T_MI=8 NFLIP=334 HB_ARGS=
 fi
 # Not through tap_check: mp_setup sets MP_PATHS in this shell.
 if mp_setup; then
-	if [ "$MP_N" -eq 1 ]; then
-		# (The suite keeps rxe_eth0 up between tests.)
-		[ -e /sys/class/infiniband/rxe_eth0 ] ||
-			{ rdma link add rxe_eth0 type rxe netdev eth0; wait_for 20 _mp_port_active rxe_eth0; }
-		MP_PATHS+=" ip:$SRV_ADDR@ip:$SRV_ADDR"
-	fi
 	tap_ok "two paths up: $MP_PATHS"
 else
 	tap_not_ok "two-path topology up"
@@ -49,7 +46,7 @@ fi
 c1=$(mp_cdev 1)
 # Path 1 comes first in MP_PATHS (mp_path_name 1).
 p1d=$cls/paths/${MP_PATHS%% *}
-if [ "$MP_N" -eq 1 ]; then p2d=$cls/paths/ip:$SRV_ADDR@ip:$SRV_ADDR; else p2d=$(mp_path_dir $S 2); fi
+p2d=$(mp_path_dir $S 2)
 tap_check "server side loads" start_server 65536
 # shellcheck disable=SC2086 # HB_ARGS is zero or two words
 tap_check "client stack loads ${HB_ARGS:-with the default heartbeat}" load_rnbd_rs $HB_ARGS

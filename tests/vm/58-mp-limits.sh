@@ -68,8 +68,11 @@ rdma_fields() {
 # paths of the session and those removed under IO; NSRC x NDST local address
 # pairs over rxe on eth0 (rxe loops them back) for the add_path writers.
 if [ "$RTRS_TIER" = quick ]; then
-	MP_N=1 DMB=1 T_DEAD="2" T_LIVE="0.3 0.5" NP=8 NRM=2 NSRC=3 NDST=3
+	# Path 2 over the VM's own rxe_eth0 (lib-mp.sh MP_LOOP).
+	# shellcheck disable=SC2034 # MP_LOOP is read by lib-mp.sh
+	MP_N=1 MP_LOOP=1 DMB=1 T_DEAD="2" T_LIVE="0.3 0.5" NP=8 NRM=2 NSRC=3 NDST=3
 else
+	# shellcheck disable=SC2034 # MP_N is read by lib-mp.sh
 	MP_N=2 DMB=4 T_DEAD="1 2" T_LIVE="0.05 0.1 0.2 0.3 0.5 0.8" NP=127 NRM=16 NSRC=11 NDST=12
 fi
 pairs=() addrs=()
@@ -89,7 +92,7 @@ p1d=$cls/paths/$p1
 [ -e /sys/class/infiniband/rxe_eth0 ] ||
 	{ rdma link add rxe_eth0 type rxe netdev eth0; wait_for 20 _mp_port_active rxe_eth0; }
 eth0_addrs add
-if [ "$MP_N" -eq 1 ]; then p2=ip:$SRV_ADDR@ip:$SRV_ADDR; else p2=$(mp_path_name 2); fi
+p2=$(mp_path_name 2)
 p2d=$cls/paths/$p2
 # The pair of the interrupted add_path writers: the last one, which the
 # add_path loop below never reaches.
