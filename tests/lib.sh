@@ -134,33 +134,12 @@ unmap_rnbd() {
 	# sysfs writes returned, e.g. a reconnect); this module logs the end.
 	wait_for 240 _absent "/sys/class/rtrs-client/$1" || rc=1
 	if module_loaded rtrs_client_rs; then
-		_rs_wait_closed "$mark" "$1" 240 || rc=1
+		wait_for 240 _rs_closed_after "$mark" "$1" || rc=1
 	fi
 	return $rc
 }
 
 _absent() { [ ! -e "$1" ]; }
-
-# _rs_wait_closed <mark> <sess> <seconds>: wait until this module logs
-# "<sess>: session closed" after the line <mark>. One awk reads the kernel log
-# as it comes (through cat: /dev/kmsg gives a whole record per read or
-# EINVAL; -W interactive: mawk reads lines as they come, not whole blocks);
-# polling dmesg cost two processes every 0.2 s, CPU that the close
-# itself needs under TCG.
-_rs_wait_closed() {
-	local fd pid rc
-	exec {fd}< <(exec cat "${_KMSG:-/dev/kmsg}" 2>/dev/null); pid=$!
-	timeout "$3" awk -W interactive -v m="$1" -v s="rtrs_client_rs: $2: session closed" \
-		'index($0, m) { f = 1 } f && index($0, s) { found = 1; exit } END { exit !found }' <&"$fd"
-	rc=$?
-	kill "$pid" 2>/dev/null
-	exec {fd}<&-
-	# 124: the time ran out. Any other failure: cat stopped early (the ring
-	# wrapped under it: EPIPE), and dmesg decides.
-	[ $rc = 0 ] && return 0
-	[ $rc = 124 ] && return 1
-	wait_for "$3" _rs_closed_after "$1" "$2"
-}
 
 # _rs_closed_after <mark> <sess>: this module logged "<sess>: session closed"
 # after the kernel log line <mark>.
