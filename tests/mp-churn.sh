@@ -41,11 +41,6 @@ esac
 FIO_RT=${MP_FIO_RUNTIME:-$(by_tier 60 240)}
 ACTIONS=${MP_ACTIONS:-$(by_tier "remove_add disc:1" \
 	"link cut remove_add disc:2 disc:1 disc:2 disc:1 disc:2 disc:1")}
-# Path 2 only carries the IO while path 1 churns, unless an action cuts or
-# disconnects it: it can then be the VM's own rxe_eth0 (lib-mp.sh MP_LOOP),
-# which spares two rxe devices (~40 s of setup and teardown under TCG).
-# shellcheck disable=SC2034 # MP_LOOP is read by lib-mp.sh
-if [[ " $ACTIONS " != *" cut "* && $ACTIONS != *disc:2* ]]; then MP_N=1 MP_LOOP=1; fi
 # The quick tier verifies every 64 writes as it goes, which keeps the final
 # verify pass short (up to 512 reads per job at ~40 IOPS otherwise).
 VERIFY_BACKLOG=$(by_tier 64 512)
