@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The connections of one client path, their set-up and their teardown, as
-//! rtrs-clt.c does it (init_conns, create_cm, create_con_cq_qp,
-//! rtrs_send_path_info, rtrs_clt_stop_and_destroy_conns).
+//! rtrs-clt.c does it (init_conns, create_cm, rtrs_send_path_info,
+//! rtrs_clt_stop_and_destroy_conns); a connection's own QP and CQ are made
+//! in `clt` (create_con_cq_qp).
 
 use core::pin::Pin;
 use core::sync::atomic::Ordering;
@@ -335,9 +336,7 @@ impl PathConns {
             let rx =
                 Iu::<InfoRspDone>::alloc(dev, rx_sz, bindings::dma_data_direction_DMA_FROM_DEVICE)?;
             let msg = RtrsMsgInfoReq::new(sess.as_bytes())?;
-            tx.as_mut()
-                .fill_for_device(|buf| msg.encode(buf))
-                .map_err(|_| EINVAL)?;
+            tx.as_mut().fill_for_device(|buf| msg.encode(buf))?;
             // Stored before posting: posted buffers must outlive the drain.
             self.info_ius = Some(InfoIus { tx, rx });
             (params, dev.local_dma_lkey())

@@ -52,7 +52,7 @@ pub(crate) fn hb_work(con: &Con) -> bool {
                 .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
             if let Err(e) = con.post_imm_empty(imm::RTRS_HB_MSG_IMM_VAL) {
                 // rtrs_clt_hb_err_handler, as C: the path recovers.
-                pr_err!("{}: HB send failed, errno: {:?}\n", con.sess(), e);
+                pr_err!("{}: HB send failed, errno: {}\n", con.sess(), e.to_errno());
                 con.error_recovery();
                 return false;
             }

@@ -454,20 +454,15 @@ impl<C: IoCon> IoCtx<C> {
                 len: u32::try_from(mr_len).unwrap_or(u32::MAX),
             };
             let d = if fr_en { Some(&desc) } else { None };
-            RtrsMsgRdmaRead::encode_client(usr_len16, d, msg_buf).map_err(|_| emsgsize())?
+            RtrsMsgRdmaRead::encode_client(usr_len16, d, msg_buf)?
         } else {
-            RtrsMsgRdmaWrite { usr_len: usr_len16 }
-                .encode(msg_buf)
-                .map_err(|_| emsgsize())?
+            RtrsMsgRdmaWrite { usr_len: usr_len16 }.encode(msg_buf)?
         };
         let sg_size = a.usr_len.checked_add(msg_len).ok_or(emsgsize())?;
         let sg_size32 = u32::try_from(sg_size).map_err(|_| emsgsize())?;
         let off = u32::try_from(a.data_len.checked_add(a.usr_len).ok_or(emsgsize())?)
             .map_err(|_| emsgsize())?;
-        let imm = self
-            .layout
-            .io_req_imm(a.mem_id, off)
-            .map_err(|_| emsgsize())?;
+        let imm = self.layout.io_req_imm(a.mem_id, off)?;
         // Writes: the data through the MR, then header and message, to the
         // chunk start. Reads: header and message after `data_len`.
         let iu_sge = bindings::ib_sge {
