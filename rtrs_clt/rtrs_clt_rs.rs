@@ -11,6 +11,9 @@
 //! - `bindings`: bindgen output for ib_verbs, rdma_cm and the C helpers;
 //! - `rtrs_core`: the kernel-independent logic, shared with host tests;
 //! - `error`: C's errnos (the layers above use them, `verbs` first);
+//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers (C functions
+//!   declared `safe` in `bindings/safe.rs`);
+//! - `log`: rate-limited logging for completion context;
 //! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
 //!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, work requests,
 //!   `QpRing`: a connection's QP with its CQ and receive buffers, and the
@@ -22,10 +25,7 @@
 //!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
 //!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot
 //!   handed between submitter and completion);
-//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers (C functions
-//!   declared `safe` in `bindings/safe.rs`);
 //! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
-//! - `log`: rate-limited logging for completion context;
 //! - `trace`: the trace events (system `rtrs_clt`: C's three and this
 //!   module's own);
 //! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and

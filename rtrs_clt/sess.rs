@@ -756,8 +756,8 @@ impl Sess {
         };
         match p.put(permit) {
             Ok(()) => {}
-            Err(PutError::Foreign) => pr_warn!("{}: put of a foreign permit\n", &*self.sessname),
-            Err(PutError::NotInUse) => pr_warn!("{}: put of a free permit\n", &*self.sessname),
+            Err(PutError::Foreign) => pr_warn_rl!("{}: put of a foreign permit\n", &*self.sessname),
+            Err(PutError::NotInUse) => pr_warn_rl!("{}: put of a free permit\n", &*self.sessname),
         }
     }
 

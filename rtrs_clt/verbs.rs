@@ -29,6 +29,7 @@ use kernel::types::Opaque;
 
 use crate::bindings;
 use crate::error::econnaborted;
+use crate::log::pr_err_rl;
 
 /// `ib_client.add`: called for every RDMA device, present and future.
 ///
@@ -644,7 +645,7 @@ impl MappedSg {
     /// back. (On another device it stays mapped, and this logs.)
     pub(crate) fn unmap(self, dev: &DevRef) -> SgList {
         if dev.ib_dev() != self.dev {
-            pr_err!("rtrs: scatterlist unmapped on another device; left mapped\n");
+            pr_err_rl!("rtrs: scatterlist unmapped on another device; left mapped\n");
             return self.sg;
         }
         let n = c_int::try_from(self.sg.nents).unwrap_or(0);
