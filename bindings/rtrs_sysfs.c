@@ -38,7 +38,7 @@ static ssize_t rtrs_rs_sess_show(struct device *dev,
 {
 	struct rtrs_rs_sess_dev *sd =
 		container_of(dev, struct rtrs_rs_sess_dev, dev);
-	void *sess = READ_ONCE(sd->sess);
+	void *sess = smp_load_acquire(&sd->sess);
 
 	if (!sess)
 		return -ENODEV;
@@ -52,7 +52,7 @@ static ssize_t rtrs_rs_sess_store(struct device *dev,
 {
 	struct rtrs_rs_sess_dev *sd =
 		container_of(dev, struct rtrs_rs_sess_dev, dev);
-	void *sess = READ_ONCE(sd->sess);
+	void *sess = smp_load_acquire(&sd->sess);
 
 	if (!sess)
 		return -ENODEV;
@@ -80,7 +80,7 @@ ATTRIBUTE_GROUPS(rtrs_rs_sess);
 
 void rtrs_rs_sess_dev_set_sess(struct rtrs_rs_sess_dev *sd, void *sess)
 {
-	WRITE_ONCE(sd->sess, sess);
+	smp_store_release(&sd->sess, sess);
 }
 
 static void rtrs_rs_sess_dev_release(struct device *dev)
