@@ -13,7 +13,7 @@ use kernel::sync::{Arc, ArcBorrow};
 
 use crate::addr::{dev_ifindex, to_rtrs_sockaddr};
 use crate::bindings;
-use crate::rtrs_core::sysfs_fmt::{self, Errno};
+use crate::rtrs_core::sysfs_fmt::{self, Errno, ReconnAttRefused};
 use crate::sess::Sess;
 use crate::sess::SessPath;
 
@@ -313,29 +313,29 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
     };
     let name = sess.sessname();
     let r = match file {
-        SessFile::MaxReconnectAttempts => match sysfs_fmt::kstrtoint(b, 10) {
-            Err(e) => {
+        SessFile::MaxReconnectAttempts => match sysfs_fmt::max_reconnect_attempts_store(b) {
+            Ok(v) => {
+                sess.set_max_reconnect_attempts(v);
+                Ok(())
+            }
+            Err(e @ ReconnAttRefused::NotInt(_)) => {
                 pr_err!(
                     "{}: max_reconnect_attempts: failed to convert string '{}' to int\n",
                     name,
                     trimmed(b)
                 );
-                Err(e)
+                Err(e.errno())
             }
-            Ok(_) => match sysfs_fmt::max_reconnect_attempts_store(b) {
-                Ok(v) => {
-                    sess.set_max_reconnect_attempts(v);
-                    Ok(())
-                }
-                Err(e) => {
-                    pr_err!(
-                            "{}: max_reconnect_attempts: invalid range (provided: '{}', accepted: min: -1, max: 9999)\n",
-                            name,
-                            trimmed(b)
-                        );
-                    Err(e)
-                }
-            },
+            Err(e @ ReconnAttRefused::OutOfRange) => {
+                pr_err!(
+                    "{}: max_reconnect_attempts: invalid range (provided: '{}', accepted: min: {}, max: {})\n",
+                    name,
+                    trimmed(b),
+                    sysfs_fmt::MIN_MAX_RECONN_ATT,
+                    sysfs_fmt::MAX_MAX_RECONN_ATT
+                );
+                Err(e.errno())
+            }
         },
         SessFile::MpathPolicy => match sysfs_fmt::mpath_policy_store(b) {
             Ok(v) => {

@@ -5,9 +5,10 @@
 //! Mirrors `rtrs_clt_change_state` and friends (rtrs-clt.c), the reconnect
 //! decisions of `rtrs_clt_reconnect_work` / `rtrs_clt_err_recovery_work`,
 //! the heartbeat miss counter of `hb_work` (rtrs.c) and the session link
-//! events of `rtrs_clt_path_up` / `rtrs_clt_path_down`. Locking stays with
-//! the caller: every function here expects the lock that guards the same
-//! fields in C (`state_wq.lock`, `paths_ev_mutex`, ...) to be held.
+//! events of `rtrs_clt_path_up` / `rtrs_clt_path_down`. The functions are
+//! pure: the caller makes each move atomic, under the lock C uses for the
+//! same fields (`paths_ev_mutex`, ...) or, for the path state, by a
+//! compare-and-swap of the old state it decided on.
 
 use super::proto::RTRS_RECONNECT_SEED;
 

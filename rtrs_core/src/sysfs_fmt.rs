@@ -339,12 +339,31 @@ pub fn max_reconnect_attempts_show(buf: &mut [u8], value: i32) -> usize {
     sysfs_emit(buf, format_args!("{}\n", value))
 }
 
-/// `max_reconnect_attempts` store: decimal `kstrtoint` (its -EINVAL/-ERANGE
-/// pass through), then -EINVAL outside [-1, 9999]. Returns the value to set.
-pub fn max_reconnect_attempts_store(buf: &[u8]) -> Result<i32, Errno> {
-    let value = kstrtoint(buf, 10)?;
+/// Why a `max_reconnect_attempts` store was refused (C logs each its own way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconnAttRefused {
+    /// Not a decimal `int`: `kstrtoint`'s -EINVAL or -ERANGE.
+    NotInt(Errno),
+    /// Outside [`MIN_MAX_RECONN_ATT`, `MAX_MAX_RECONN_ATT`]: -EINVAL.
+    OutOfRange,
+}
+
+impl ReconnAttRefused {
+    /// The errno the store returns.
+    pub const fn errno(self) -> Errno {
+        match self {
+            ReconnAttRefused::NotInt(e) => e,
+            ReconnAttRefused::OutOfRange => Errno::EINVAL,
+        }
+    }
+}
+
+/// `max_reconnect_attempts` store: decimal `kstrtoint`, then the range
+/// [-1, 9999]. Returns the value to set.
+pub fn max_reconnect_attempts_store(buf: &[u8]) -> Result<i32, ReconnAttRefused> {
+    let value = kstrtoint(buf, 10).map_err(ReconnAttRefused::NotInt)?;
     if !(MIN_MAX_RECONN_ATT..=MAX_MAX_RECONN_ATT).contains(&value) {
-        return Err(Errno::EINVAL);
+        return Err(ReconnAttRefused::OutOfRange);
     }
     Ok(value)
 }

@@ -225,32 +225,49 @@ fn max_reconnect_attempts_show_bytes() {
     );
 }
 
+/// The store's errno, as the file returns it.
+fn mra(b: &[u8]) -> Result<i32, Errno> {
+    max_reconnect_attempts_store(b).map_err(ReconnAttRefused::errno)
+}
+
 #[test]
 fn max_reconnect_attempts_store_accepts() {
-    assert_eq!(max_reconnect_attempts_store(b"-1"), Ok(-1));
-    assert_eq!(max_reconnect_attempts_store(b"-1\n"), Ok(-1));
-    assert_eq!(max_reconnect_attempts_store(b"0"), Ok(0));
-    assert_eq!(max_reconnect_attempts_store(b"+5\n"), Ok(5));
-    assert_eq!(max_reconnect_attempts_store(b"9999"), Ok(9999));
-    assert_eq!(max_reconnect_attempts_store(b"09999\n"), Ok(9999));
-    assert_eq!(max_reconnect_attempts_store(&big(b'0')), Ok(0));
+    assert_eq!(mra(b"-1"), Ok(-1));
+    assert_eq!(mra(b"-1\n"), Ok(-1));
+    assert_eq!(mra(b"0"), Ok(0));
+    assert_eq!(mra(b"+5\n"), Ok(5));
+    assert_eq!(mra(b"9999"), Ok(9999));
+    assert_eq!(mra(b"09999\n"), Ok(9999));
+    assert_eq!(mra(&big(b'0')), Ok(0));
 }
 
 #[test]
 fn max_reconnect_attempts_store_rejects() {
-    assert_eq!(max_reconnect_attempts_store(b"10000"), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"-2"), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"2147483647"), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"2147483648"), Err(ERNG));
-    assert_eq!(max_reconnect_attempts_store(b"-2147483649"), Err(ERNG));
-    assert_eq!(max_reconnect_attempts_store(b""), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"\n"), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"   "), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"\0\n"), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"0x10"), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(b"\xff\xfe"), Err(EINV));
-    assert_eq!(max_reconnect_attempts_store(&big(b'9')), Err(ERNG));
-    assert_eq!(max_reconnect_attempts_store(&big(b'x')), Err(EINV));
+    assert_eq!(mra(b"10000"), Err(EINV));
+    assert_eq!(mra(b"-2"), Err(EINV));
+    assert_eq!(mra(b"2147483647"), Err(EINV));
+    assert_eq!(mra(b"2147483648"), Err(ERNG));
+    assert_eq!(mra(b"-2147483649"), Err(ERNG));
+    assert_eq!(mra(b""), Err(EINV));
+    assert_eq!(mra(b"\n"), Err(EINV));
+    assert_eq!(mra(b"   "), Err(EINV));
+    assert_eq!(mra(b"\0\n"), Err(EINV));
+    assert_eq!(mra(b"0x10"), Err(EINV));
+    assert_eq!(mra(b"\xff\xfe"), Err(EINV));
+    assert_eq!(mra(&big(b'9')), Err(ERNG));
+    assert_eq!(mra(&big(b'x')), Err(EINV));
+}
+
+#[test]
+fn max_reconnect_attempts_store_says_why() {
+    use ReconnAttRefused::*;
+    assert_eq!(max_reconnect_attempts_store(b"10000"), Err(OutOfRange));
+    assert_eq!(max_reconnect_attempts_store(b"-2\n"), Err(OutOfRange));
+    assert_eq!(max_reconnect_attempts_store(b"x"), Err(NotInt(EINV)));
+    assert_eq!(
+        max_reconnect_attempts_store(b"2147483648"),
+        Err(NotInt(ERNG))
+    );
 }
 
 // ----- mpath_policy ---------------------------------------------------
@@ -1277,7 +1294,7 @@ fn vm_observed_mpath_policy() {
 
 #[test]
 fn vm_observed_max_reconnect_attempts() {
-    let st = |s: &str| max_reconnect_attempts_store(&vm_input(s));
+    let st = |s: &str| mra(&vm_input(s));
     for (s, v) in [
         ("5", 5),
         ("5\n", 5),
