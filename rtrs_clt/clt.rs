@@ -2,8 +2,8 @@
 
 //! A connection of a client path (`struct rtrs_clt_con`: its CM handler,
 //! QP and CQ completions) and what survives a path's reconnects
-//! ([`PathShared`]: state, server parameters, IO context, statistics,
-//! recovery and close works).
+//! ([`PathShared`]: state, server parameters, IO context, statistics; the
+//! path's works live in `path::SessPath`).
 //!
 //! CM handlers run in process context; CQ callbacks in softirq for IRQ
 //! connections, so they take no lock. Both reach a `Con` (the cm id's and
@@ -1183,7 +1183,7 @@ impl QpOwner for Con {
 }
 
 // ---------------------------------------------------------------------------
-// IU completion handlers
+// The IO path's handle, and the IU completion handlers
 // ---------------------------------------------------------------------------
 
 /// The IO path's handle on a connection.

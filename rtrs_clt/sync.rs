@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A `struct completion` wrapper (6.12's kernel crate has none), RCU read
-//! sections, an RCU-published box, an RCU-published array, and the cell
-//! that hands a request slot between submitter and completion.
+//! sections, an RCU-published box (`RcuBox`), an RCU-published array
+//! (`RcuArray`), a box set once (`OnceBox`), and the cell that hands a
+//! request slot between submitter and completion (`SlotCell`).
 //!
 //! `complete` may be called from any context, including softirq CQE
 //! callbacks; the waits sleep and are for process context only.
