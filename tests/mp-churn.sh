@@ -133,7 +133,10 @@ noticed() {
 act_remove_add() {
 	local d; d=$(mp_path_dir $SESS 1)
 	if echo 1 > "$d/remove_path" && [ ! -e "$d" ]; then ts "remove_path: path 1 gone"; else ts "remove_path of path 1 failed"; churn_ok=0; return; fi
-	sleep 2
+	# The server must have dropped the path first: it refuses an address it
+	# still has.
+	wait_for 30 _absent "/sys/class/rtrs-server/$SESS/paths/$(mp_path_name 1)" ||
+		ts "remove_path: the server still lists path 1 after 30 s"
 	if echo "$(mp_path_name 1)" > /sys/class/rtrs-client/$SESS/add_path; then ts "add_path: path 1 added"; else ts "add_path of path 1 failed"; churn_ok=0; fi
 	wait_for 30 mp_path_connected $SESS 1 || back 1 add_path
 }

@@ -131,6 +131,8 @@ idle_cut() {
 	mp_path_clear 2
 	echo "$det"
 }
+# p2_moved: path 2 sent 20 requests more than P2_R0.
+p2_moved() { [ "$(mp_path_reqs $S 2)" -gt $(( P2_R0 + 20 )) ]; }
 # busy_cut: verified IO on both paths, then path 2's peer goes silent:
 # prints "<longest IO latency in ms> <fio rc>".
 busy_cut() {
@@ -140,7 +142,9 @@ busy_cut() {
 		--iodepth=16 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime=12 \
 		--verify=crc32c --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
 		--group_reporting --output-format=json > /tmp/h-fio.json 2>/tmp/h-fio.err & local fpid=$!
-	sleep 3
+	# The cut must find requests in flight on path 2.
+	P2_R0=$(mp_path_reqs $S 2)
+	wait_for 60 p2_moved || echo "# no IO over path 2 within 60 s" >&2
 	mp_path_netem_change 2 loss 100%
 	wait $fpid; local rc=$?
 	mp_path_clear 2
