@@ -61,9 +61,6 @@ pub(crate) struct RtrsPermit {
     pub(crate) mem_off: AtomicU32,
 }
 
-/// `RTRS_ADMIN_CON`, `RTRS_IO_CON`.
-pub(crate) const RTRS_IO_CON: u32 = 1;
-
 /// rnbd's `link_ev` callback with its private pointer, from
 /// `rtrs_clt_open`'s ops.
 ///

@@ -13,21 +13,21 @@ use kernel::prelude::*;
 use crate::abi::RtrsPermit;
 use crate::bindings;
 use crate::rtrs_core::imm;
+use crate::rtrs_core::permit::{PermitLayout, PermitLayoutError, PermitMap};
 
 /// The permit pool (`permits_map`, `permits`, `permits_wait`).
 ///
 /// # Invariants
 ///
-/// `base` points to `queue_depth * psize` bytes owned by `_store`, 8-byte
-/// aligned, which begin zeroed; `psize` is a multiple of 8 of at least the
-/// size of an `RtrsPermit`; `wq` is an initialised wait queue head freed
-/// in drop.
+/// `base` points to the pool of `layout` (permits with an `RtrsPermit`
+/// header), owned by `_store`, 8-byte aligned, which begins zeroed; `map`
+/// has the words of `layout.queue_depth()` bits; `wq` is an initialised
+/// wait queue head freed in drop.
 pub(crate) struct Permits {
     map: KVec<AtomicU64>,
     _store: KVec<u64>,
     base: *mut u8,
-    psize: usize,
-    queue_depth: u32,
+    layout: PermitLayout,
     wq: NonNull<bindings::wait_queue_head>,
 }
 
@@ -47,36 +47,31 @@ impl Drop for Permits {
 impl Permits {
     /// `queue_depth`: the number of permits (the session's one copy).
     pub(crate) fn queue_depth(&self) -> u32 {
-        self.queue_depth
+        self.layout.queue_depth()
     }
 
     /// `alloc_permits`.
     pub(crate) fn new(queue_depth: u32, pdu_sz: usize) -> Result<Self> {
-        let qd = usize::try_from(queue_depth).map_err(|_| EINVAL)?;
-        // Rounded to 8 bytes so that each permit is aligned (C: unrounded;
-        // identical for rnbd's pdu_sz of 0).
-        let psize = core::mem::size_of::<RtrsPermit>()
-            .checked_add(pdu_sz)
-            .and_then(|v| v.checked_add(7))
-            .ok_or(EINVAL)?
-            & !7usize;
-        let bytes = psize.checked_mul(qd).ok_or(ENOMEM)?;
-        let mut store = KVec::from_elem(0u64, bytes.div_ceil(8).max(1), GFP_KERNEL)?;
+        let layout = PermitLayout::new(core::mem::size_of::<RtrsPermit>(), pdu_sz, queue_depth)
+            .map_err(|e| match e {
+                PermitLayoutError::PermitSize => EINVAL,
+                PermitLayoutError::PoolSize => ENOMEM,
+            })?;
+        let mut store = KVec::from_elem(0u64, layout.words(), GFP_KERNEL)?;
         let base = store.as_mut_ptr().cast::<u8>();
-        let words = qd.div_ceil(64);
+        let words = PermitMap::words_for(queue_depth);
         let mut map = KVec::with_capacity(words, GFP_KERNEL)?;
         for _ in 0..words {
             map.push(AtomicU64::new(0), GFP_KERNEL)?;
         }
         let wq = NonNull::new(bindings::rtrs_rs_waitq_alloc()).ok_or(ENOMEM)?;
-        // INVARIANT: `store` is `bytes` zeroed bytes of `u64`s, and `wq` was
-        // just initialised.
+        // INVARIANT: `store` is the zeroed pool of `layout` in `u64`s, `map`
+        // has `words_for(queue_depth)` words, and `wq` was just initialised.
         let p = Self {
             map,
             _store: store,
             base,
-            psize,
-            queue_depth,
+            layout,
             wq,
         };
         for i in 0..queue_depth {
@@ -90,11 +85,8 @@ impl Permits {
 
     /// Where permit `i` starts (what rnbd gets: the header, then its pdu).
     fn permit_ptr(&self, i: u32) -> Option<*mut RtrsPermit> {
-        if i >= self.queue_depth {
-            return None;
-        }
-        let off = usize::try_from(i).ok()?.checked_mul(self.psize)?;
-        // In the storage: `off` is below `queue_depth * psize`.
+        let off = self.layout.offset(i)?;
+        // In the storage: `off` is that of a permit of `layout`.
         Some(self.base.wrapping_add(off).cast())
     }
 
@@ -102,62 +94,33 @@ impl Permits {
     fn permit(&self, i: u32) -> Option<&RtrsPermit> {
         let p = self.permit_ptr(i)?;
         // SAFETY: By the type invariant `p` is inside the storage with a
-        // whole `RtrsPermit` after it (`i < queue_depth`, `psize` covers
-        // one), 8-byte aligned, and lives as long as `self`; all-zero bytes
-        // are a valid header of atomics, and it is only changed through
-        // them (rnbd uses the pdu after it).
+        // whole `RtrsPermit` after it (`layout.offset` is that of a permit
+        // below the depth, each with a header), 8-byte aligned, and lives as
+        // long as `self`; all-zero bytes are a valid header of atomics, and
+        // it is only changed through them (rnbd uses the pdu after it).
         Some(unsafe { &*p })
     }
 
     /// The index of `p` if it is one of ours.
     pub(crate) fn index_of(&self, p: *const RtrsPermit) -> Option<u32> {
         let off = (p as usize).checked_sub(self.base as usize)?;
-        if off.checked_rem(self.psize) != Some(0) {
-            return None;
-        }
-        let i = u32::try_from(off.checked_div(self.psize)?).ok()?;
-        (i < self.queue_depth).then_some(i)
+        self.layout.index(off)
+    }
+
+    /// The bitmap of the permits (`permits_map`).
+    fn map(&self) -> PermitMap<'_> {
+        PermitMap::new(&self.map, self.layout.queue_depth())
     }
 
     /// `__rtrs_get_permit`.
     pub(crate) fn try_get(&self, con_type: u32) -> Option<*mut RtrsPermit> {
-        loop {
-            let mut found = None;
-            for (w, word) in self.map.iter().enumerate() {
-                let v = word.load(Ordering::Relaxed);
-                if v == u64::MAX {
-                    continue;
-                }
-                let bit = (!v).trailing_zeros();
-                let idx = w.checked_mul(64)?.checked_add(usize::try_from(bit).ok()?)?;
-                found = Some((word, bit, idx));
-                break;
-            }
-            let (word, bit, idx) = found?;
-            let idx = u32::try_from(idx).ok()?;
-            if idx >= self.queue_depth {
-                return None;
-            }
-            let mask = 1u64.checked_shl(bit)?;
-            if word.fetch_or(mask, Ordering::Acquire) & mask != 0 {
-                continue;
-            }
-            // We own bit `idx`: nobody else writes this permit now.
-            let p = self.permit(idx)?;
-            p.cpu_id
-                .store(crate::misc::this_cpu_id(), Ordering::Relaxed);
-            p.con_type.store(con_type, Ordering::Relaxed);
-            return self.permit_ptr(idx);
-        }
-    }
-
-    fn bit(&self, i: u32) -> Option<(&AtomicU64, u64)> {
-        let w = usize::try_from(i >> 6).ok()?;
-        Some((self.map.get(w)?, 1u64.checked_shl(i & 63)?))
-    }
-
-    fn all_free(&self) -> bool {
-        self.map.iter().all(|w| w.load(Ordering::Acquire) == 0)
+        let idx = self.map().try_take()?;
+        // We own bit `idx`: nobody else writes this permit now.
+        let p = self.permit(idx)?;
+        p.cpu_id
+            .store(crate::misc::this_cpu_id(), Ordering::Relaxed);
+        p.con_type.store(con_type, Ordering::Relaxed);
+        self.permit_ptr(idx)
     }
 
     fn wake(&self) {
@@ -194,16 +157,13 @@ impl Permits {
 
     /// `free_permits`' wait: until every permit is back.
     pub(crate) fn wait_all_free(&self) {
-        self.wait_until(|| self.all_free());
+        self.wait_until(|| self.map().all_free());
     }
 
     /// `rtrs_clt_put_permit`: frees `p` and wakes a waiter.
     pub(crate) fn put(&self, p: *const RtrsPermit) -> core::result::Result<(), PutError> {
-        let (word, mask) = self
-            .index_of(p)
-            .and_then(|i| self.bit(i))
-            .ok_or(PutError::Foreign)?;
-        if word.fetch_and(!mask, Ordering::Release) & mask == 0 {
+        let i = self.index_of(p).ok_or(PutError::Foreign)?;
+        if !self.map().put(i) {
             return Err(PutError::NotInUse);
         }
         self.wake();

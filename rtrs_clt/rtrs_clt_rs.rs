@@ -98,6 +98,7 @@ mod rtrs_core {
     pub mod latency;
     pub mod names;
     pub mod path_state;
+    pub mod permit;
     pub mod policy;
     pub mod proto;
     pub mod ratelimit;

@@ -18,7 +18,7 @@ use kernel::prelude::*;
 use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
-use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr, RTRS_IO_CON};
+use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr};
 use crate::addr::from_rtrs_sockaddr;
 use crate::bindings;
 use crate::clt::{PathArgs, PathLink, PathShared, RtrsCltState};
@@ -34,6 +34,7 @@ use crate::rtrs_core::names::check_sessname;
 use crate::rtrs_core::path_state::{
     HbParams, PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathsUp, StateReason,
 };
+use crate::rtrs_core::permit::rtrs_permit_to_clt_con;
 use crate::rtrs_core::policy::{
     counts_inflight, failover_req, MpPolicy, Offer, PathView, PathViews,
 };
@@ -650,13 +651,7 @@ impl Sess {
                 pr_warn_rl!("{}: {}\n", &*self.sessname, e);
                 return Offer::Abort(e.errno());
             }
-            // rtrs_permit_to_clt_con.
-            let cid = if r.con_type == RTRS_IO_CON {
-                let n = u32::from(shared.irq_con_num().saturating_sub(1));
-                r.cpu_id.checked_rem(n).unwrap_or(0).saturating_add(1)
-            } else {
-                0
-            };
+            let cid = rtrs_permit_to_clt_con(r.con_type, r.cpu_id, u32::from(shared.irq_con_num()));
             let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
                 return Offer::Skipped;
             };

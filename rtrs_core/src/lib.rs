@@ -15,6 +15,7 @@ pub mod imm;
 pub mod latency;
 pub mod names;
 pub mod path_state;
+pub mod permit;
 pub mod policy;
 pub mod proto;
 pub mod ratelimit;
