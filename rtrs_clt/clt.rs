@@ -28,7 +28,7 @@ use crate::error::{econnaborted, econnreset, ehostunreach};
 use crate::io::{self, IoCon};
 use crate::log::{pr_err_rl, pr_warn_rl};
 use crate::misc::{nr_cpu_ids, uuid_gen};
-use crate::rtrs_core::imm;
+use crate::rtrs_core::imm::{self, ImmError, RtrsImm};
 use crate::rtrs_core::names::NAME_MAX;
 use crate::rtrs_core::path_state::{self, ErrorRecovery, HbParams, RtrsCltPathLink, StateReason};
 use crate::rtrs_core::proto::{
@@ -915,17 +915,36 @@ impl Con {
         match wc.opcode {
             bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => {
                 path.hb_missed_cnt.store(0, Ordering::Relaxed);
-                let imm = wc_imm_data(wc);
-                let (imm_type, payload) = imm::rtrs_from_imm(imm);
-                let mut w_inval = false;
-                match imm_type {
-                    imm::RTRS_IO_RSP_IMM | imm::RTRS_IO_RSP_W_INV_IMM => {
-                        w_inval = imm_type == imm::RTRS_IO_RSP_W_INV_IMM;
-                        let (msg_id, errno) = imm::rtrs_from_io_rsp_imm(payload);
-                        self.process_io_rsp(msg_id, errno, w_inval);
+                let g = RcuGuard::new();
+                let io = path.io(&g);
+                let qd = io.map_or(0, IoCtx::queue_depth);
+                // Whether this IMM used the receive of a SEND_WITH_INV too.
+                let w_inval = match RtrsImm::decode(wc_imm_data(wc), qd) {
+                    Ok(RtrsImm::IoRsp {
+                        msg_id,
+                        errno,
+                        w_inval,
+                    }) => {
+                        // Decoded against `io`'s depth: `io` is there.
+                        if let Some(io) = io {
+                            io.process_io_rsp(self, msg_id, errno, w_inval);
+                        }
+                        w_inval
                     }
-                    imm::RTRS_HB_MSG_IMM | imm::RTRS_HB_ACK_IMM => {
-                        if imm_type == imm::RTRS_HB_MSG_IMM {
+                    Err(ImmError::BadMsgId { msg_id, w_inval }) => {
+                        if io.is_some() {
+                            pr_err_rl!("{}: IO response for bad msg_id {}\n", self.sess(), msg_id);
+                        } else {
+                            pr_warn_rl!(
+                                "{}: IO response {} before IO set-up\n",
+                                self.sess(),
+                                msg_id
+                            );
+                        }
+                        w_inval
+                    }
+                    Ok(hb @ (RtrsImm::HbMsg | RtrsImm::HbAck)) => {
+                        if hb == RtrsImm::HbMsg {
                             self.send_hb_ack();
                         } else {
                             let now = crate::misc::ktime_get_ns();
@@ -937,9 +956,14 @@ impl Con {
                             self.recv_done(iu);
                             return;
                         }
+                        false
                     }
-                    t => pr_warn_rl!("{}: Unknown IMM type {}\n", self.sess(), t),
-                }
+                    Err(ImmError::BadType { imm_type }) => {
+                        pr_warn_rl!("{}: Unknown IMM type {}\n", self.sess(), imm_type);
+                        false
+                    }
+                };
+                drop(g);
                 // As C: empty receives in place of what completed, whether
                 // it came into a buffer or not (a buffer is not posted
                 // again here): one for this IMM, and for a W_INV response
@@ -1022,35 +1046,38 @@ impl Con {
                 return;
             }
         };
-        let imm = wc_imm_data(wc);
-        let (imm_type, payload) = imm::rtrs_from_imm(imm);
-        if imm_type == imm::RTRS_IO_RSP_IMM || imm_type == imm::RTRS_IO_RSP_W_INV_IMM {
-            let w_inval = imm_type == imm::RTRS_IO_RSP_W_INV_IMM;
-            let (msg_id, errno) = imm::rtrs_from_io_rsp_imm(payload);
-            let g = RcuGuard::new();
-            let Some(io) = path.io(&g) else {
+        let g = RcuGuard::new();
+        let io = path.io(&g);
+        let qd = io.map_or(0, IoCtx::queue_depth);
+        // The IO response this message comes with, if any: a bad id
+        // included, which the buf_id check refuses.
+        let (msg_id, rsp) = match RtrsImm::decode(wc_imm_data(wc), qd) {
+            Ok(RtrsImm::IoRsp {
+                msg_id,
+                errno,
+                w_inval,
+            }) => (Some(msg_id), Some((errno, w_inval))),
+            Err(ImmError::BadMsgId { msg_id, .. }) => (Some(msg_id), None),
+            Ok(RtrsImm::HbMsg | RtrsImm::HbAck) | Err(ImmError::BadType { .. }) => (None, None),
+        };
+        if let Some(msg_id) = msg_id {
+            let Some(io) = io else {
                 self.error_recovery();
                 return;
             };
-            if let Err(e) = msg.check(io.queue_depth(), msg_id) {
+            if let Err(e) = msg.check(qd, msg_id) {
                 pr_err_rl!("{}: rkey response: {}\n", self.sess(), e);
                 self.error_recovery();
                 return;
             }
             io.set_rkey(msg.buf_id, msg.rkey);
-            io.process_io_rsp(self, msg_id, errno, w_inval);
+            if let Some((errno, w_inval)) = rsp {
+                io.process_io_rsp(self, msg_id, errno, w_inval);
+            }
         }
+        drop(g);
         iu.sync_for_device();
         self.recv_done(Some(iu));
-    }
-
-    /// `process_io_rsp`.
-    fn process_io_rsp(&self, msg_id: u32, errno: i32, w_inval: bool) {
-        let g = RcuGuard::new();
-        match self.path().io(&g) {
-            Some(io) => io.process_io_rsp(self, msg_id, errno, w_inval),
-            None => pr_warn_rl!("{}: IO response {} before IO set-up\n", self.sess(), msg_id),
-        }
     }
 
     /// The PD's local DMA lkey, for reposting receives from CQ callbacks

@@ -622,10 +622,10 @@ impl<C: IoCon> IoCtx<C> {
         Some(UserReq { conf, sg })
     }
 
-    /// `process_io_rsp`. CQ context.
+    /// `process_io_rsp` for an IO response `RtrsImm::decode` took against
+    /// this path's queue depth (so `msg_id` names a slot). CQ context.
     pub(crate) fn process_io_rsp(&self, con: &C, msg_id: u32, errno: i32, w_inval: bool) {
         let Some(req) = usize::try_from(msg_id).ok().and_then(|i| self.reqs.get(i)) else {
-            pr_err_rl!("{}: IO response for bad msg_id {}\n", con.sess(), msg_id);
             return;
         };
         if w_inval {

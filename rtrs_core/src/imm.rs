@@ -70,20 +70,6 @@ pub const fn rtrs_to_io_req_imm(addr: u32) -> u32 {
     rtrs_to_imm(RTRS_IO_REQ_IMM, addr)
 }
 
-#[cfg(test)]
-/// `rtrs_to_io_rsp_imm`, bit-exact with C: `|errno|` and `msg_id` are masked
-/// (so e.g. -512 reads back as 0). Use [`RtrsImm::encode`] for checked input.
-pub const fn rtrs_to_io_rsp_imm(msg_id: u32, errno: i32, w_inval: bool) -> u32 {
-    let payload = ((errno.unsigned_abs() & IO_RSP_ERRNO_MASK) << IO_RSP_MSG_ID_BITS)
-        | (msg_id & IO_RSP_MSG_ID_MASK);
-    let imm_type = if w_inval {
-        RTRS_IO_RSP_W_INV_IMM
-    } else {
-        RTRS_IO_RSP_IMM
-    };
-    rtrs_to_imm(imm_type, payload)
-}
-
 /// `rtrs_from_io_rsp_imm`: returns `(msg_id, errno)`, errno in -511..=0.
 pub const fn rtrs_from_io_rsp_imm(payload: u32) -> (u32, i32) {
     let msg_id = payload & IO_RSP_MSG_ID_MASK;
@@ -166,18 +152,6 @@ impl RtrsChunkLayout {
         self.chunk_size
     }
 
-    #[cfg(test)]
-    /// `chunk_bits`: payload bits of the chunk id.
-    pub const fn chunk_bits(&self) -> u32 {
-        MAX_IMM_PAYL_BITS.saturating_sub(self.mem_bits)
-    }
-
-    #[cfg(test)]
-    /// `mem_bits`: payload bits of the offset.
-    pub const fn mem_bits(&self) -> u32 {
-        self.mem_bits
-    }
-
     /// `mem_off` of permit `mem_id`: `mem_id << mem_bits`.
     pub const fn mem_off(&self, mem_id: u32) -> Result<u32, WireError> {
         if mem_id >= self.queue_depth {
@@ -225,37 +199,19 @@ impl RtrsChunkLayout {
             Err(e) => Err(e),
         }
     }
-
-    #[cfg(test)]
-    /// Server-side split of an IO request payload: `(msg_id, off)`, unchecked.
-    pub const fn split_io_req(&self, payload: u32) -> (u32, u32) {
-        let payload = payload & MAX_IMM_PAYL_MASK;
-        let mask = match 1u32.checked_shl(self.mem_bits) {
-            Some(v) => v.saturating_sub(1),
-            None => u32::MAX,
-        };
-        (payload >> self.mem_bits, payload & mask)
-    }
 }
 
-#[cfg(test)]
-/// A decoded IMM.
+/// An IMM the client received, as `rtrs_clt_rdma_done` tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RtrsImm {
-    /// `RTRS_IO_REQ_IMM`: request in chunk `msg_id`, RTRS message at `off`.
-    IoReq {
-        /// Chunk id.
-        msg_id: u32,
-        /// Offset of the RTRS message in the chunk.
-        off: u32,
-    },
-    /// `RTRS_IO_RSP_IMM` / `RTRS_IO_RSP_W_INV_IMM`.
+    /// `RTRS_IO_RSP_IMM` / `RTRS_IO_RSP_W_INV_IMM`: the response to request
+    /// (chunk) `msg_id`, below the path's queue depth.
     IoRsp {
         /// Request (chunk) id.
         msg_id: u32,
         /// 0 or a negative errno (-511..=-1).
         errno: i32,
-        /// The server already invalidated the client MR.
+        /// The server already invalidated the client MR (SEND_WITH_INV).
         w_inval: bool,
     },
     /// `RTRS_HB_MSG_IMM`.
@@ -264,85 +220,46 @@ pub enum RtrsImm {
     HbAck,
 }
 
-#[cfg(test)]
-impl RtrsImm {
-    /// The 4-bit IMM type of this value.
-    pub const fn imm_type(&self) -> u32 {
-        match self {
-            RtrsImm::IoReq { .. } => RTRS_IO_REQ_IMM,
-            RtrsImm::IoRsp { w_inval: false, .. } => RTRS_IO_RSP_IMM,
-            RtrsImm::IoRsp { w_inval: true, .. } => RTRS_IO_RSP_W_INV_IMM,
-            RtrsImm::HbMsg => RTRS_HB_MSG_IMM,
-            RtrsImm::HbAck => RTRS_HB_ACK_IMM,
-        }
-    }
+/// An IMM [`RtrsImm::decode`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImmError {
+    /// A type the client does not receive (`RTRS_IO_REQ_IMM` included).
+    BadType {
+        /// The 4-bit type.
+        imm_type: u32,
+    },
+    /// An IO response for no request: `msg_id` is not below the queue
+    /// depth (`process_io_rsp`'s WARN in C).
+    BadMsgId {
+        /// Id found.
+        msg_id: u32,
+        /// The response came after a SEND_WITH_INV, whose receive it used.
+        w_inval: bool,
+    },
+}
 
-    /// Decodes a host-order IMM and checks ids against `layout`:
-    /// IO ids must be below the queue depth (server close / client WARN in
-    /// C) and a request offset below the chunk size. Heartbeat payloads are
-    /// ignored as in C; other types give [`WireError::BadImmType`].
-    pub const fn decode(imm: u32, layout: &RtrsChunkLayout) -> Result<Self, WireError> {
+impl RtrsImm {
+    /// Decodes a host-order IMM received by the client on a path with
+    /// `queue_depth` request slots (0 before they exist: then every IO
+    /// response is refused). Heartbeat payloads are ignored, as in C.
+    pub const fn decode(imm: u32, queue_depth: u32) -> Result<Self, ImmError> {
         let (imm_type, payload) = rtrs_from_imm(imm);
         match imm_type {
-            RTRS_IO_REQ_IMM => {
-                let (msg_id, off) = layout.split_io_req(payload);
-                if msg_id >= layout.queue_depth {
-                    return Err(WireError::BadMsgId {
-                        msg_id,
-                        queue_depth: layout.queue_depth,
-                    });
-                }
-                if off >= layout.chunk_size {
-                    return Err(WireError::BadOffset {
-                        off,
-                        limit: layout.chunk_size,
-                    });
-                }
-                Ok(RtrsImm::IoReq { msg_id, off })
-            }
             RTRS_IO_RSP_IMM | RTRS_IO_RSP_W_INV_IMM => {
                 let (msg_id, errno) = rtrs_from_io_rsp_imm(payload);
-                if msg_id >= layout.queue_depth {
-                    return Err(WireError::BadMsgId {
-                        msg_id,
-                        queue_depth: layout.queue_depth,
-                    });
+                let w_inval = imm_type == RTRS_IO_RSP_W_INV_IMM;
+                if msg_id >= queue_depth {
+                    return Err(ImmError::BadMsgId { msg_id, w_inval });
                 }
                 Ok(RtrsImm::IoRsp {
                     msg_id,
                     errno,
-                    w_inval: imm_type == RTRS_IO_RSP_W_INV_IMM,
+                    w_inval,
                 })
             }
             RTRS_HB_MSG_IMM => Ok(RtrsImm::HbMsg),
             RTRS_HB_ACK_IMM => Ok(RtrsImm::HbAck),
-            _ => Err(WireError::BadImmType { imm_type }),
-        }
-    }
-
-    /// Encodes to a host-order IMM. IO ids must be below the queue depth,
-    /// request offsets below the chunk size, errno in -511..=0.
-    pub const fn encode(&self, layout: &RtrsChunkLayout) -> Result<u32, WireError> {
-        match *self {
-            RtrsImm::IoReq { msg_id, off } => layout.io_req_imm(msg_id, off),
-            RtrsImm::IoRsp {
-                msg_id,
-                errno,
-                w_inval,
-            } => {
-                if msg_id >= layout.queue_depth {
-                    return Err(WireError::BadMsgId {
-                        msg_id,
-                        queue_depth: layout.queue_depth,
-                    });
-                }
-                if errno > 0 || errno < -RTRS_IO_RSP_MAX_ERRNO {
-                    return Err(WireError::BadErrno { errno });
-                }
-                Ok(rtrs_to_io_rsp_imm(msg_id, errno, w_inval))
-            }
-            RtrsImm::HbMsg => Ok(RTRS_HB_MSG_IMM_VAL),
-            RtrsImm::HbAck => Ok(RTRS_HB_ACK_IMM_VAL),
+            _ => Err(ImmError::BadType { imm_type }),
         }
     }
 }
@@ -360,6 +277,38 @@ mod tests {
 
     fn layout(qd: u32, chunk: u32) -> RtrsChunkLayout {
         RtrsChunkLayout::new(qd, chunk).unwrap()
+    }
+
+    /// `rtrs_to_io_rsp_imm` (the server's), bit-exact with C: `|errno|` and
+    /// `msg_id` are masked (so e.g. -512 reads back as 0).
+    fn rtrs_to_io_rsp_imm(msg_id: u32, errno: i32, w_inval: bool) -> u32 {
+        let payload = ((errno.unsigned_abs() & IO_RSP_ERRNO_MASK) << IO_RSP_MSG_ID_BITS)
+            | (msg_id & IO_RSP_MSG_ID_MASK);
+        let imm_type = if w_inval {
+            RTRS_IO_RSP_W_INV_IMM
+        } else {
+            RTRS_IO_RSP_IMM
+        };
+        rtrs_to_imm(imm_type, payload)
+    }
+
+    /// What the server sends for `v`.
+    fn encode(v: RtrsImm) -> u32 {
+        match v {
+            RtrsImm::IoRsp {
+                msg_id,
+                errno,
+                w_inval,
+            } => rtrs_to_io_rsp_imm(msg_id, errno, w_inval),
+            RtrsImm::HbMsg => RTRS_HB_MSG_IMM_VAL,
+            RtrsImm::HbAck => RTRS_HB_ACK_IMM_VAL,
+        }
+    }
+
+    /// The server's split of an IO request payload: `(msg_id, off)`.
+    fn split_io_req(l: &RtrsChunkLayout, payload: u32) -> (u32, u32) {
+        let payload = payload & MAX_IMM_PAYL_MASK;
+        (payload >> l.mem_bits, payload & ((1u32 << l.mem_bits) - 1))
     }
 
     #[test]
@@ -462,7 +411,7 @@ mod tests {
             assert_eq!(rtrs_permit_mem_off(qd, qd - 1), Ok(off));
             assert_eq!(rtrs_permit_mem_off(qd, 0), Ok(0));
             let l = layout(qd, 1 << mb);
-            assert_eq!((l.chunk_bits(), l.mem_bits()), (cb, mb));
+            assert_eq!((MAX_IMM_PAYL_BITS - l.mem_bits, l.mem_bits), (cb, mb));
             assert_eq!(l.mem_off(qd - 1), Ok(off));
             assert_eq!(l.queue_depth(), qd);
             assert_eq!(l.chunk_size(), 1 << mb);
@@ -496,16 +445,15 @@ mod tests {
         let l = layout(512, 131_072);
         assert_eq!(l.mem_off(3), Ok(3 << 19));
         assert_eq!(l.io_req_imm(3, 4096 + 32), Ok(0x0018_1020));
+        assert_eq!(split_io_req(&l, 0x0018_1020), (3, 4128));
+        // A request IMM coming back to the client is of no known type.
         assert_eq!(
-            RtrsImm::decode(0x0018_1020, &l),
-            Ok(RtrsImm::IoReq {
-                msg_id: 3,
-                off: 4128
-            })
+            RtrsImm::decode(0x0018_1020, 512),
+            Err(ImmError::BadType { imm_type: 0 })
         );
         // Error response to msg 3 with -EIO, without and with invalidation.
         assert_eq!(
-            RtrsImm::decode(0x1028_0003, &l),
+            RtrsImm::decode(0x1028_0003, 512),
             Ok(RtrsImm::IoRsp {
                 msg_id: 3,
                 errno: -5,
@@ -513,13 +461,12 @@ mod tests {
             })
         );
         assert_eq!(
-            RtrsImm::IoRsp {
+            RtrsImm::decode(0x2028_0003, 512),
+            Ok(RtrsImm::IoRsp {
                 msg_id: 3,
                 errno: -5,
                 w_inval: true
-            }
-            .encode(&l),
-            Ok(0x2028_0003)
+            })
         );
     }
 
@@ -541,12 +488,12 @@ mod tests {
                 queue_depth: 512
             })
         );
-        assert_eq!(l.split_io_req(0x0018_1020), (3, 4128));
-        assert_eq!(l.split_io_req(0xffff_ffff), (511, (1 << 19) - 1));
+        assert_eq!(split_io_req(&l, 0x0018_1020), (3, 4128));
+        assert_eq!(split_io_req(&l, 0xffff_ffff), (511, (1 << 19) - 1));
         // qd 1 uses the whole payload for the offset.
         let l1 = layout(1, 1 << 28);
         assert_eq!(l1.io_req_imm(0, (1 << 28) - 1), Ok(0x0fff_ffff));
-        assert_eq!(l1.split_io_req(0x0fff_ffff), (0, 0x0fff_ffff));
+        assert_eq!(split_io_req(&l1, 0x0fff_ffff), (0, 0x0fff_ffff));
         // Server limits: 65535 x 4096 fits exactly.
         let lmax = layout(65535, 4096);
         assert_eq!(lmax.io_req_imm(65534, 4095), Ok(0x0fff_efff));
@@ -558,51 +505,28 @@ mod tests {
     }
 
     #[test]
-    fn typed_roundtrip_boundaries() {
+    fn decode_io_rsp_bounds() {
         for qd in [1u32, 2, 3, 4, 100, 512, 513, 4096, 65535] {
-            let max_chunk = 1u32 << (MAX_IMM_PAYL_BITS - imm_bits(qd));
-            for chunk in [1u32, 2, 4096, max_chunk / 2 + 1, max_chunk] {
-                let Ok(l) = RtrsChunkLayout::new(qd, chunk) else {
-                    assert!(chunk > max_chunk);
-                    continue;
-                };
-                let mut vals = Vec::new();
-                for id in [0, qd / 2, qd - 1] {
-                    for off in [0, chunk / 2, chunk - 1] {
-                        vals.push(RtrsImm::IoReq { msg_id: id, off });
-                    }
-                    for errno in [0, -1, -5, -104, -511] {
-                        for w_inval in [false, true] {
-                            vals.push(RtrsImm::IoRsp {
-                                msg_id: id,
-                                errno,
-                                w_inval,
-                            });
-                        }
+            for id in [0, qd / 2, qd - 1] {
+                for errno in [0, -1, -5, -104, -511] {
+                    for w_inval in [false, true] {
+                        let v = RtrsImm::IoRsp {
+                            msg_id: id,
+                            errno,
+                            w_inval,
+                        };
+                        assert_eq!(RtrsImm::decode(encode(v), qd), Ok(v), "qd {qd}");
                     }
                 }
-                vals.push(RtrsImm::HbMsg);
-                vals.push(RtrsImm::HbAck);
-                for v in vals {
-                    let imm = v.encode(&l).unwrap();
-                    assert_eq!(imm >> 28, v.imm_type());
-                    assert_eq!(RtrsImm::decode(imm, &l), Ok(v), "qd {qd} chunk {chunk}");
-                }
-                // Out of range values are refused both ways.
-                assert!(RtrsImm::IoReq { msg_id: qd, off: 0 }.encode(&l).is_err());
-                assert!(RtrsImm::IoReq {
-                    msg_id: 0,
-                    off: chunk
-                }
-                .encode(&l)
-                .is_err());
-                let bad_rsp = rtrs_to_io_rsp_imm(qd, 0, false);
-                if qd <= IO_RSP_MSG_ID_MASK {
+            }
+            // The first id past the depth, and the largest the field holds.
+            for id in [qd, IO_RSP_MSG_ID_MASK] {
+                for w_inval in [false, true] {
                     assert_eq!(
-                        RtrsImm::decode(bad_rsp, &l),
-                        Err(WireError::BadMsgId {
-                            msg_id: qd,
-                            queue_depth: qd
+                        RtrsImm::decode(rtrs_to_io_rsp_imm(id, -5, w_inval), qd),
+                        Err(ImmError::BadMsgId {
+                            msg_id: id,
+                            w_inval
                         })
                     );
                 }
@@ -610,49 +534,42 @@ mod tests {
         }
     }
 
+    /// Before the request slots exist (depth 0) no IO response is taken;
+    /// heartbeats are.
     #[test]
-    fn typed_errors() {
-        let l = layout(512, 131_072);
-        for t in [3u32, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15] {
+    fn decode_without_slots() {
+        for w_inval in [false, true] {
             assert_eq!(
-                RtrsImm::decode(rtrs_to_imm(t, 0x123), &l),
-                Err(WireError::BadImmType { imm_type: t })
+                RtrsImm::decode(rtrs_to_io_rsp_imm(0, 0, w_inval), 0),
+                Err(ImmError::BadMsgId { msg_id: 0, w_inval })
             );
         }
-        // Offset beyond the chunk inside the mem_bits range.
-        let l_small = layout(512, 8192);
+        assert_eq!(RtrsImm::decode(RTRS_HB_MSG_IMM_VAL, 0), Ok(RtrsImm::HbMsg));
+        assert_eq!(RtrsImm::decode(RTRS_HB_ACK_IMM_VAL, 0), Ok(RtrsImm::HbAck));
         assert_eq!(
-            RtrsImm::decode(rtrs_to_io_req_imm((1 << 19) - 1), &l_small),
-            Err(WireError::BadOffset {
-                off: (1 << 19) - 1,
-                limit: 8192
-            })
+            RtrsImm::decode(0x3000_0000, 0),
+            Err(ImmError::BadType { imm_type: 3 })
         );
-        for errno in [1, 5, -512, -100_000, i32::MIN, i32::MAX] {
-            assert_eq!(
-                RtrsImm::IoRsp {
-                    msg_id: 0,
-                    errno,
-                    w_inval: false
-                }
-                .encode(&l),
-                Err(WireError::BadErrno { errno })
-            );
-        }
-        assert!(RtrsImm::IoRsp {
-            msg_id: 512,
-            errno: 0,
-            w_inval: false
-        }
-        .encode(&l)
-        .is_err());
-        // Heartbeats ignore their payload, as in C.
-        assert_eq!(RtrsImm::decode(0x8000_0001, &l), Ok(RtrsImm::HbMsg));
-        assert_eq!(RtrsImm::decode(0x9fff_ffff, &l), Ok(RtrsImm::HbAck));
     }
 
-    /// Every 32-bit pattern class decodes without panic; successful decodes
-    /// re-encode to the same IMM (heartbeats to the canonical value).
+    #[test]
+    fn decode_bad_types() {
+        for t in [0u32, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15] {
+            for payload in [0, 0x123, MAX_IMM_PAYL_MASK] {
+                assert_eq!(
+                    RtrsImm::decode(rtrs_to_imm(t, payload), 512),
+                    Err(ImmError::BadType { imm_type: t })
+                );
+            }
+        }
+        // Heartbeats ignore their payload, as in C.
+        assert_eq!(RtrsImm::decode(0x8000_0001, 512), Ok(RtrsImm::HbMsg));
+        assert_eq!(RtrsImm::decode(0x9fff_ffff, 512), Ok(RtrsImm::HbAck));
+    }
+
+    /// Every 32-bit pattern class decodes without panic to the verdict its
+    /// type and id call for; accepted IMMs re-encode to themselves
+    /// (heartbeats to the canonical value).
     #[test]
     fn fuzz_decode_reencode() {
         let mut rng = Rng(0xdead_beef_cafe_f00d);
@@ -664,7 +581,8 @@ mod tests {
             layout(512, 8192),
             layout(65535, 4096),
         ];
-        let mut ok = 0u32;
+        // Accepted, bad id, bad type.
+        let mut seen = [0u32; 3];
         for i in 0..200_000u32 {
             let imm = match i % 4 {
                 0 => rng.next() as u32,
@@ -672,21 +590,41 @@ mod tests {
                 2 => (rng.next() as u32) & 0x0000_ffff,
                 _ => i.wrapping_mul(0x0100_0193),
             };
-            for l in &layouts {
-                if let Ok(v) = RtrsImm::decode(imm, l) {
-                    ok += 1;
-                    let back = v.encode(l).unwrap();
-                    match v {
-                        RtrsImm::HbMsg => assert_eq!(back, RTRS_HB_MSG_IMM_VAL),
-                        RtrsImm::HbAck => assert_eq!(back, RTRS_HB_ACK_IMM_VAL),
-                        _ => assert_eq!(back, imm),
+            for qd in [0u32, 1, 3, 512, 65535] {
+                let res = RtrsImm::decode(imm, qd);
+                let (t, payload) = rtrs_from_imm(imm);
+                let id = payload & IO_RSP_MSG_ID_MASK;
+                match res {
+                    Ok(v) => {
+                        seen[0] += 1;
+                        match v {
+                            RtrsImm::HbMsg => assert_eq!(t, RTRS_HB_MSG_IMM),
+                            RtrsImm::HbAck => assert_eq!(t, RTRS_HB_ACK_IMM),
+                            RtrsImm::IoRsp { msg_id, .. } => {
+                                assert!(msg_id < qd);
+                                assert_eq!(encode(v), imm);
+                            }
+                        }
+                    }
+                    Err(ImmError::BadMsgId { msg_id, w_inval }) => {
+                        seen[1] += 1;
+                        assert!(t == RTRS_IO_RSP_IMM || t == RTRS_IO_RSP_W_INV_IMM);
+                        assert_eq!((msg_id, w_inval), (id, t == RTRS_IO_RSP_W_INV_IMM));
+                        assert!(msg_id >= qd);
+                    }
+                    Err(ImmError::BadType { imm_type }) => {
+                        seen[2] += 1;
+                        assert_eq!(imm_type, t);
+                        assert!(![1, 2, 8, 9].contains(&t));
                     }
                 }
-                let _ = l.split_io_req(imm);
-                let _ = l.io_req_imm(imm >> 16, imm & 0xffff);
+            }
+            for l in &layouts {
+                if let Ok(req) = l.io_req_imm(imm >> 16, imm & 0xffff) {
+                    assert_eq!(split_io_req(l, req), (imm >> 16, imm & 0xffff));
+                }
             }
             let _ = rtrs_from_io_rsp_imm(imm);
-            let _ = rtrs_to_io_rsp_imm(imm, imm as i32, i % 2 == 0);
             let _ = RtrsChunkLayout::new(imm >> 8, imm);
             let _ = rtrs_permit_mem_off(imm >> 16, imm & 0xffff);
             assert_eq!(
@@ -698,6 +636,6 @@ mod tests {
                 }
             );
         }
-        assert!(ok > 100_000, "{ok}");
+        assert!(seen.iter().all(|&n| n > 50_000), "{seen:?}");
     }
 }

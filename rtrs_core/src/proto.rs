@@ -243,11 +243,6 @@ pub enum WireError {
         /// The path's chunk size.
         chunk_size: u32,
     },
-    /// IMM type is not one of `rtrs_imm_type` (or not valid here).
-    BadImmType {
-        /// The 4-bit type.
-        imm_type: u32,
-    },
     /// msg_id / buf_id / mem_id is not below queue_depth.
     BadMsgId {
         /// Id found.
@@ -261,11 +256,6 @@ pub enum WireError {
         off: u32,
         /// Exclusive limit.
         limit: u32,
-    },
-    /// errno does not fit the 9-bit IO response field (or is positive).
-    BadErrno {
-        /// errno given.
-        errno: i32,
     },
     /// rkey_rsp buf_id differs from the msg_id of its IMM.
     BufIdMismatch {
@@ -305,13 +295,11 @@ impl WireError {
             | WireError::BadTotalLen { .. }
             | WireError::TooManyDescs { .. }
             | WireError::SgCntMismatch { .. }
-            | WireError::BadPathname { .. }
-            | WireError::BadErrno { .. } => -EINVAL,
+            | WireError::BadPathname { .. } => -EINVAL,
             WireError::MsgTooBig { .. }
             | WireError::IoHdrTooBig { .. }
             | WireError::IoChunkTooBig { .. } => -EMSGSIZE,
-            WireError::BadImmType { .. }
-            | WireError::BadMsgId { .. }
+            WireError::BadMsgId { .. }
             | WireError::BadOffset { .. }
             | WireError::BufIdMismatch { .. } => -EPROTO,
         }
@@ -402,13 +390,11 @@ impl fmt::Display for WireError {
                 size,
                 chunk_size,
             } => write!(f, "Write request failed, size too big {size} > {chunk_size}"),
-            WireError::BadImmType { imm_type } => write!(f, "unknown IMM type {imm_type}"),
             WireError::BadMsgId {
                 msg_id,
                 queue_depth,
             } => write!(f, "msg id {msg_id} >= queue depth {queue_depth}"),
             WireError::BadOffset { off, limit } => write!(f, "offset {off} >= {limit}"),
-            WireError::BadErrno { errno } => write!(f, "errno {errno} does not fit IO rsp"),
             WireError::BufIdMismatch { buf_id, msg_id } => {
                 write!(f, "rkey rsp buf_id {buf_id} != msg_id {msg_id}")
             }

@@ -1065,7 +1065,6 @@ fn errno_mapping_and_display() {
             },
             -90,
         ),
-        (WireError::BadImmType { imm_type: 3 }, -71),
         (
             WireError::BadMsgId {
                 msg_id: 1,
@@ -1074,7 +1073,6 @@ fn errno_mapping_and_display() {
             -71,
         ),
         (WireError::BadOffset { off: 1, limit: 1 }, -71),
-        (WireError::BadErrno { errno: 1 }, -22),
         (
             WireError::BufIdMismatch {
                 buf_id: 0,
