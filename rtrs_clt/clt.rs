@@ -32,8 +32,8 @@ use crate::rtrs_core::imm::{self, ImmError, RtrsImm};
 use crate::rtrs_core::names::NAME_MAX;
 use crate::rtrs_core::path_state::{self, ErrorRecovery, HbParams, RtrsCltPathLink, StateReason};
 use crate::rtrs_core::proto::{
-    RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgRkeyRsp, RtrsPathParams, RtrsRbuf, WireError,
-    RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
+    RtrsCltPathLimits, RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgRkeyRsp, RtrsPathParams, RtrsRbuf,
+    WireError, RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::rtrs_core::sysfs_fmt;
 use crate::stats::PathStats;
@@ -303,17 +303,6 @@ pub(crate) struct PathArgs<'a> {
     pub(crate) hb: HbParams,
 }
 
-/// What a connected path learnt from the server, for the session.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PathInfo {
-    /// Server queue depth (= number of chunks).
-    pub(crate) queue_depth: u32,
-    /// Max IO size.
-    pub(crate) max_io_size: u32,
-    /// max_pages_per_mr.
-    pub(crate) max_pages_per_mr: u32,
-}
-
 /// What a connection asks of the path that owns it, from CQ and CM
 /// context (the path implements it; a connection holds it while it lives).
 pub(crate) trait PathRecovery: Send + Sync {
@@ -377,11 +366,12 @@ impl PathShared {
         &self.sessname
     }
 
-    /// What the server told us; `None` before cid 0 is established.
-    pub(crate) fn info(&self) -> Option<PathInfo> {
+    /// What the path brings to the session's limits; `None` before cid 0
+    /// is established.
+    pub(crate) fn info(&self) -> Option<RtrsCltPathLimits> {
         let inner = self.inner.lock();
         let p = inner.params.as_ref()?;
-        Some(PathInfo {
+        Some(RtrsCltPathLimits {
             queue_depth: p.queue_depth,
             max_io_size: p.max_io_size,
             max_pages_per_mr: inner.max_pages_per_mr,

@@ -38,7 +38,7 @@ use crate::rtrs_core::permit::rtrs_permit_to_clt_con;
 use crate::rtrs_core::policy::{
     counts_inflight, failover_req, MpPolicy, Offer, PathView, PathViews,
 };
-use crate::rtrs_core::proto::{check_io_hdr, MAX_PATHS_NUM, NAME_MAX, RTRS_MAX_SEGMENTS};
+use crate::rtrs_core::proto::{check_io_hdr, RtrsCltLimits, MAX_PATHS_NUM, NAME_MAX};
 use crate::rtrs_core::sysfs_fmt;
 use crate::sync::{OnceBox, RcuArray, RcuBox, RcuGuard};
 use crate::trace;
@@ -192,11 +192,10 @@ pub(crate) struct Sess {
 }
 
 /// The session's limits, from the paths of `rtrs_clt_open`: the permits
-/// (which own `queue_depth`), `max_io_size` and `max_segments`.
+/// (for `queue_depth`), `max_io_size` and `max_segments`.
 struct SessLimits {
     permits: Permits,
-    max_io_size: u32,
-    max_segments: u32,
+    clt: RtrsCltLimits,
 }
 
 // SAFETY: `dev` is the session's sysfs device, used from any thread in
@@ -272,8 +271,8 @@ impl Sess {
                 &*sess.sessname,
                 paths.len(),
                 l.permits.queue_depth(),
-                l.max_io_size,
-                l.max_segments
+                l.clt.max_io_size,
+                l.clt.max_segments
             );
         }
         let raw = Arc::into_raw(sess);
@@ -292,9 +291,7 @@ impl Sess {
         pdu_sz: usize,
         nr_poll_queues: u32,
     ) -> Result {
-        let mut queue_depth = 0u32;
-        let mut max_io_size = 0u32;
-        let mut max_segments = RTRS_MAX_SEGMENTS;
+        let mut clt = RtrsCltLimits::new();
         for (i, a) in paths.iter().enumerate() {
             let dst = a.dst.ok_or(EINVAL)?;
             let src = a.src.copied().unwrap_or_default();
@@ -321,17 +318,12 @@ impl Sess {
             )?;
             // Cannot fail: open takes at most MAX_PATHS_NUM paths.
             let _ = self.paths.lock().push(e);
-            queue_depth = info.queue_depth;
-            if max_io_size == 0 || (info.max_io_size != 0 && info.max_io_size < max_io_size) {
-                max_io_size = info.max_io_size;
-            }
-            max_segments = max_segments.min(info.max_pages_per_mr);
+            clt.merge(&info);
         }
         let limits = KBox::new(
             SessLimits {
-                permits: Permits::new(queue_depth, pdu_sz)?,
-                max_io_size,
-                max_segments,
+                permits: Permits::new(clt.queue_depth, pdu_sz)?,
+                clt,
             },
             GFP_KERNEL,
         )?;
@@ -790,14 +782,8 @@ impl Sess {
         }
         let l = self.limits.get().ok_or(ecomm())?;
         attr.queue_depth = l.permits.queue_depth();
-        attr.max_segments = l.max_segments;
-        let seg = l.max_segments.saturating_mul(4096);
-        // min_t(int, ...) of C.
-        attr.max_io_size = core::cmp::min(
-            i32::try_from(l.max_io_size).unwrap_or(i32::MAX),
-            i32::try_from(seg).unwrap_or(i32::MAX),
-        )
-        .max(0) as u32;
+        attr.max_segments = l.clt.max_segments;
+        attr.max_io_size = l.clt.query_max_io_size();
         Ok(())
     }
 }

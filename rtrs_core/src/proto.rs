@@ -1454,6 +1454,74 @@ impl RtrsMsgRdmaHdr {
 }
 
 // ---------------------------------------------------------------------------
+// Session limits of the client
+// ---------------------------------------------------------------------------
+
+/// `SZ_4K`: the page size `rtrs_clt_query` counts segments in.
+const SZ_4K: u32 = 4096;
+
+/// What one connected path brings to its session's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrsCltPathLimits {
+    /// The conn_rsp's queue depth.
+    pub queue_depth: u32,
+    /// The conn_rsp's max_io_size.
+    pub max_io_size: u32,
+    /// `max_pages_per_mr` (`query_fast_reg_mode`).
+    pub max_pages_per_mr: u32,
+}
+
+/// The limits of `struct rtrs_clt_sess`, gathered from its paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrsCltLimits {
+    /// `queue_depth`: the last path's.
+    pub queue_depth: u32,
+    /// `max_io_size`: the smallest non-zero one of the paths (0 if none).
+    pub max_io_size: u32,
+    /// `max_segments`: [`RTRS_MAX_SEGMENTS`], lowered to each path's
+    /// `max_pages_per_mr`.
+    pub max_segments: u32,
+}
+
+impl Default for RtrsCltLimits {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RtrsCltLimits {
+    /// `alloc_clt`: no path yet.
+    pub const fn new() -> Self {
+        Self {
+            queue_depth: 0,
+            max_io_size: 0,
+            max_segments: RTRS_MAX_SEGMENTS,
+        }
+    }
+
+    /// One more path: `rtrs_rdma_conn_established` (queue_depth, and
+    /// `min_not_zero` of max_io_size) and `query_fast_reg_mode`
+    /// (max_segments).
+    pub fn merge(&mut self, path: &RtrsCltPathLimits) {
+        self.queue_depth = path.queue_depth;
+        if self.max_io_size == 0 || (path.max_io_size != 0 && path.max_io_size < self.max_io_size) {
+            self.max_io_size = path.max_io_size;
+        }
+        self.max_segments = self.max_segments.min(path.max_pages_per_mr);
+    }
+
+    /// `rtrs_clt_query`'s max_io_size: `min_t(int, max_io_size,
+    /// max_segments * SZ_4K)`. Where C's int would go negative (above
+    /// `i32::MAX`, or a product that wraps) this clamps to `i32::MAX`; a
+    /// path's chunk fits 2^28 bytes and max_segments is at most 128, so
+    /// neither happens on a session that opened.
+    pub fn query_max_io_size(&self) -> u32 {
+        let seg = self.max_segments.saturating_mul(SZ_4K);
+        self.max_io_size.min(seg).min(i32::MAX as u32)
+    }
+}
+
+// ---------------------------------------------------------------------------
 // IO size checks of the client
 // ---------------------------------------------------------------------------
 

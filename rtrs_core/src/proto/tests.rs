@@ -1203,3 +1203,88 @@ fn fuzz_info_rsp_mutations() {
     }
     assert!(ok > 500, "too few valid cases: {ok}");
 }
+
+fn path_limits(queue_depth: u32, max_io_size: u32, max_pages_per_mr: u32) -> RtrsCltPathLimits {
+    RtrsCltPathLimits {
+        queue_depth,
+        max_io_size,
+        max_pages_per_mr,
+    }
+}
+
+fn limits(queue_depth: u32, max_io_size: u32, max_segments: u32) -> RtrsCltLimits {
+    RtrsCltLimits {
+        queue_depth,
+        max_io_size,
+        max_segments,
+    }
+}
+
+#[test]
+fn clt_limits_merge() {
+    let mut l = RtrsCltLimits::new();
+    assert_eq!(l, limits(0, 0, RTRS_MAX_SEGMENTS));
+    assert_eq!(RtrsCltLimits::default(), l);
+    // The server's defaults over rxe: 512 chunks of 128 KiB.
+    l.merge(&path_limits(512, 128 << 10, 0x7fff_ffff));
+    assert_eq!(l, limits(512, 128 << 10, 128));
+    // A path without max_io_size leaves it; the queue depth is the last
+    // path's, max_segments the smallest.
+    l.merge(&path_limits(256, 0, 64));
+    assert_eq!(l, limits(256, 128 << 10, 64));
+    // A larger one leaves it, a smaller non-zero one lowers it.
+    l.merge(&path_limits(512, 1 << 20, 100));
+    assert_eq!(l, limits(512, 128 << 10, 64));
+    l.merge(&path_limits(512, 4096, 0));
+    assert_eq!(l, limits(512, 4096, 0));
+    // All paths without max_io_size: 0; the first non-zero one sets it.
+    let mut z = RtrsCltLimits::new();
+    z.merge(&path_limits(1, 0, 128));
+    z.merge(&path_limits(2, 0, 256));
+    assert_eq!(z, limits(2, 0, 128));
+    z.merge(&path_limits(3, u32::MAX, 128));
+    assert_eq!(z, limits(3, u32::MAX, 128));
+}
+
+/// `min_t(int, max_io_size, max_segments * SZ_4K)` as C computes it.
+fn c_query_max_io_size(max_io_size: u32, max_segments: u32) -> u32 {
+    (max_io_size as i32).min(max_segments.wrapping_mul(4096) as i32) as u32
+}
+
+#[test]
+fn clt_limits_query_max_io_size() {
+    for (mis, seg, want) in [
+        (128 << 10, 128, 128 << 10),
+        (1 << 20, 128, 512 << 10),
+        (512 << 10, 128, 512 << 10),
+        // No path gave a max_io_size, or no MR page.
+        (0, 128, 0),
+        (128 << 10, 0, 0),
+        (4095, 1, 4095),
+        // The product saturates where C's wraps.
+        (u32::MAX, u32::MAX, i32::MAX as u32),
+        (1 << 20, 1 << 20, 1 << 20),
+        (1 << 30, (1 << 20) + 1, 1 << 30),
+        // Above i32::MAX: clamped where C's int goes negative.
+        (0x8000_0000, 1 << 20, 0x7fff_ffff),
+        (u32::MAX, 0x7ffff, 0x7ffff000),
+    ] {
+        assert_eq!(
+            limits(1, mis, seg).query_max_io_size(),
+            want,
+            "{mis:#x} {seg:#x}"
+        );
+    }
+    // Where C's int stays positive, the same result.
+    let mut rng = Rng(0x5eed_1eaf);
+    for _ in 0..100_000 {
+        let mis = (rng.next() as u32) & 0x7fff_ffff;
+        let seg = (rng.next() as u32) % 0x8_0000;
+        let seg = if rng.below(2) == 0 { seg % 257 } else { seg };
+        assert_eq!(
+            limits(1, mis, seg).query_max_io_size(),
+            c_query_max_io_size(mis, seg),
+            "{mis:#x} {seg:#x}"
+        );
+    }
+}
