@@ -32,8 +32,9 @@ use crate::rtrs_core::imm::{self, ImmError, RtrsImm};
 use crate::rtrs_core::names::NAME_MAX;
 use crate::rtrs_core::path_state::{self, ErrorRecovery, HbParams, RtrsCltPathLink, StateReason};
 use crate::rtrs_core::proto::{
-    RtrsCltPathLimits, RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgRkeyRsp, RtrsPathParams, RtrsRbuf,
-    WireError, RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
+    RtrsCltConQueues, RtrsCltPathLimits, RtrsMsgConnReq, RtrsMsgConnRsp, RtrsMsgRkeyRsp,
+    RtrsPathParams, RtrsRbuf, WireError, RTRS_CONNECT_TIMEOUT_MS, RTRS_MAX_SEGMENTS,
+    SERVICE_CON_QUEUE_DEPTH,
 };
 use crate::rtrs_core::sysfs_fmt;
 use crate::stats::PathStats;
@@ -682,14 +683,16 @@ impl Con {
         };
         let pages =
             u32::try_from(attrs.max_mr_size.checked_shr(shift).unwrap_or(0)).unwrap_or(u32::MAX);
-        inner.max_pages_per_mr = pages.min(128).min(attrs.max_fast_reg_page_list_len);
+        inner.max_pages_per_mr = pages
+            .min(RTRS_MAX_SEGMENTS)
+            .min(attrs.max_fast_reg_page_list_len);
     }
 
     /// `create_con_cq_qp` (under `con_mutex`).
     fn create_con_cq_qp(&self, inner: &mut ConInner, id: &CmIdRef<'_>) -> Result {
         let path = self.path();
         let mut pinner = path.inner.lock();
-        let (dev, max_send_wr, max_recv_wr, max_send_sge) = if self.cid == 0 {
+        let (dev, queues) = if self.cid == 0 {
             // The whole path uses the device of cid 0, which must come first.
             if pinner.dev.is_some() {
                 return Err(EINVAL);
@@ -706,9 +709,8 @@ impl Con {
             })?;
             pinner.dev = Some(dev.try_clone()?);
             Self::query_fast_reg_mode(&mut pinner, &dev);
-            let wr_limit = u32::try_from(dev.attrs().max_qp_wr).unwrap_or(0);
-            let wr = wr_limit.min(SERVICE_CON_QUEUE_DEPTH * 2 + 2);
-            (dev, wr, wr, 1)
+            // Sized for the service depth: no queue depth yet.
+            (dev, RtrsCltConQueues::new(self.cid, 0).map_err(|_| EINVAL)?)
         } else {
             let dev = pinner.dev.as_ref().ok_or(EINVAL)?.try_clone()?;
             let qd = pinner
@@ -716,25 +718,18 @@ impl Con {
                 .as_ref()
                 .map(|p| p.queue_depth)
                 .ok_or(EINVAL)?;
-            let wr_limit = u32::try_from(dev.attrs().max_qp_wr).unwrap_or(0);
-            let send = qd
-                .checked_mul(4)
-                .and_then(|v| v.checked_add(1))
-                .ok_or(EINVAL)?;
-            let recv = qd
-                .checked_mul(3)
-                .and_then(|v| v.checked_add(1))
-                .ok_or(EINVAL)?;
-            (dev, wr_limit.min(send), wr_limit.min(recv), 2)
+            (
+                dev,
+                RtrsCltConQueues::new(self.cid, qd).map_err(|_| EINVAL)?,
+            )
         };
         let new_rkey = pinner.params.as_ref().is_some_and(|p| p.new_rkey());
         drop(pinner);
 
-        let max_cqe = u32::try_from(dev.attrs().max_cqe).unwrap_or(0);
-        let cq_num = max_send_wr
-            .checked_add(max_recv_wr)
-            .ok_or(EINVAL)?
-            .min(max_cqe);
+        let attrs = dev.attrs();
+        let (max_send_wr, max_recv_wr) = queues.qp_wrs(attrs.max_qp_wr);
+        let max_send_sge = queues.max_send_sge;
+        let cq_num = queues.cq_num(attrs.max_qp_wr, attrs.max_cqe);
         let cq_vector = self.cpu.checked_rem(dev.num_comp_vectors()).unwrap_or(0);
         self.lkey.store(dev.local_dma_lkey(), Ordering::Release);
         inner.dev = Some(dev);

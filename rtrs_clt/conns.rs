@@ -24,7 +24,7 @@ use crate::error::{econnaborted, econnreset, etimedout};
 use crate::io::IoCon;
 use crate::rtrs_core::path_state::{self, ConnectStage, DevEventAction, StateReason};
 use crate::rtrs_core::proto::{
-    RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS, SERVICE_CON_QUEUE_DEPTH,
+    RtrsCltConQueues, RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS,
 };
 use crate::sync::{RcuGuard, Retired, WaitResult};
 use crate::trace;
@@ -284,18 +284,14 @@ impl PathConns {
         Ok(())
     }
 
-    /// `post_recv_path`: receives on every connection, 2 * 512 on cid 0 and
-    /// 2 * queue_depth on the others; with NEW_RKEY each into an `rsp_ius`
-    /// buffer, otherwise without SGE on `io_comp_cqe`.
+    /// `post_recv_path`: receives on every connection (`recv_posted` of
+    /// `RtrsCltConQueues`); with NEW_RKEY each into an `rsp_ius` buffer,
+    /// otherwise without SGE on `io_comp_cqe`.
     fn post_recv_path(&self, queue_depth: u32, new_rkey: bool) -> Result {
         for slot in self.cons.iter() {
             let con = slot.con();
-            let q = if con.cid == 0 {
-                SERVICE_CON_QUEUE_DEPTH
-            } else {
-                queue_depth
-            };
-            let q = usize::try_from(q.checked_mul(2).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
+            let q = RtrsCltConQueues::new(con.cid, queue_depth).map_err(|_| EINVAL)?;
+            let q = usize::try_from(q.recv_posted).map_err(|_| EINVAL)?;
             let g = RcuGuard::new();
             let qp = con.qp(&g).ok_or(EINVAL)?;
             for i in 0..q {

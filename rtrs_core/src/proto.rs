@@ -1521,6 +1521,68 @@ impl RtrsCltLimits {
     }
 }
 
+/// The queues of a client connection: `create_con_cq_qp`'s QP before the
+/// device's limits, and `post_recv_path`'s receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrsCltConQueues {
+    /// Send WRs: a request, its response and a registration or
+    /// invalidation per chunk, plus a drain (heartbeats on cid 0).
+    pub max_send_wr: u32,
+    /// Receive WRs.
+    pub max_recv_wr: u32,
+    /// SGEs per send: the user header alone on cid 0, and data on the others.
+    pub max_send_sge: u32,
+    /// Receives posted once the path is up: two per chunk (a response and
+    /// a server invalidation).
+    pub recv_posted: u32,
+}
+
+impl RtrsCltConQueues {
+    /// Connection `cid`: cid 0 is sized for [`SERVICE_CON_QUEUE_DEPTH`],
+    /// the others for the path's `queue_depth`, which must be non-zero.
+    pub fn new(cid: u16, queue_depth: u32) -> Result<Self, WireError> {
+        if cid == 0 {
+            let wr = SERVICE_CON_QUEUE_DEPTH * 2 + 2;
+            return Ok(Self {
+                max_send_wr: wr,
+                max_recv_wr: wr,
+                max_send_sge: 1,
+                recv_posted: SERVICE_CON_QUEUE_DEPTH * 2,
+            });
+        }
+        let bad = WireError::BadQueueDepth { queue_depth };
+        if queue_depth == 0 {
+            return Err(bad);
+        }
+        let wrs = |n: u32, extra: u32| queue_depth.checked_mul(n)?.checked_add(extra);
+        match (wrs(4, 1), wrs(3, 1), wrs(2, 0)) {
+            (Some(max_send_wr), Some(max_recv_wr), Some(recv_posted)) => Ok(Self {
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge: 2,
+                recv_posted,
+            }),
+            _ => Err(bad),
+        }
+    }
+
+    /// `(max_send_wr, max_recv_wr)` of the QP on a device that takes
+    /// `max_qp_wr` WRs per queue (`min_t(int, wr_limit, ...)`; a negative
+    /// limit counts as 0).
+    pub fn qp_wrs(&self, max_qp_wr: i32) -> (u32, u32) {
+        let limit = u32::try_from(max_qp_wr).unwrap_or(0);
+        (self.max_send_wr.min(limit), self.max_recv_wr.min(limit))
+    }
+
+    /// `cq_num`: the QP's send and receive WRs, at most the device's
+    /// `max_cqe` (which C leaves to the CQ allocation to refuse).
+    pub fn cq_num(&self, max_qp_wr: i32, max_cqe: i32) -> u32 {
+        let (send, recv) = self.qp_wrs(max_qp_wr);
+        send.saturating_add(recv)
+            .min(u32::try_from(max_cqe).unwrap_or(0))
+    }
+}
+
 // ---------------------------------------------------------------------------
 // IO size checks of the client
 // ---------------------------------------------------------------------------

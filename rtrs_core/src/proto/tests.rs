@@ -1288,3 +1288,70 @@ fn clt_limits_query_max_io_size() {
         );
     }
 }
+
+#[test]
+fn clt_con_queues() {
+    // cid 0: the service connection, whatever the path's depth.
+    for qd in [0u32, 1, 512, 65535, u32::MAX] {
+        assert_eq!(
+            RtrsCltConQueues::new(0, qd),
+            Ok(RtrsCltConQueues {
+                max_send_wr: 1026,
+                max_recv_wr: 1026,
+                max_send_sge: 1,
+                recv_posted: 1024,
+            })
+        );
+    }
+    for (cid, qd, send, recv) in [
+        (1u16, 1u32, 5u32, 4u32),
+        (1, 128, 513, 385),
+        (7, 512, 2049, 1537),
+        (u16::MAX, 65535, 262_141, 196_606),
+    ] {
+        assert_eq!(
+            RtrsCltConQueues::new(cid, qd),
+            Ok(RtrsCltConQueues {
+                max_send_wr: send,
+                max_recv_wr: recv,
+                max_send_sge: 2,
+                recv_posted: 2 * qd,
+            })
+        );
+    }
+    // An IO connection needs a depth, and one whose WRs fit u32.
+    for qd in [0u32, 0x4000_0000, u32::MAX] {
+        assert_eq!(
+            RtrsCltConQueues::new(1, qd),
+            Err(WireError::BadQueueDepth { queue_depth: qd })
+        );
+    }
+    let top = (u32::MAX - 1) / 4;
+    assert_eq!(
+        RtrsCltConQueues::new(1, top).map(|q| q.max_send_wr),
+        Ok(u32::MAX - 2)
+    );
+}
+
+#[test]
+fn clt_con_queues_device_limits() {
+    let io = RtrsCltConQueues::new(1, 512).unwrap();
+    let svc = RtrsCltConQueues::new(0, 512).unwrap();
+    // rxe: max_qp_wr 1048576, max_cqe 1048575.
+    assert_eq!(io.qp_wrs(1 << 20), (2049, 1537));
+    assert_eq!(io.cq_num(1 << 20, (1 << 20) - 1), 3586);
+    assert_eq!(svc.qp_wrs(1 << 20), (1026, 1026));
+    assert_eq!(svc.cq_num(1 << 20, (1 << 20) - 1), 2052);
+    // A smaller device caps each queue, then the CQ.
+    assert_eq!(io.qp_wrs(1024), (1024, 1024));
+    assert_eq!(io.cq_num(1024, 4096), 2048);
+    assert_eq!(io.cq_num(1024, 1500), 1500);
+    assert_eq!(svc.qp_wrs(2000), (1026, 1026));
+    // Negative limits count as 0.
+    assert_eq!(io.qp_wrs(-1), (0, 0));
+    assert_eq!(io.cq_num(1 << 20, -1), 0);
+    // The largest sizes under i32::MAX do not overflow the CQ size.
+    let big = RtrsCltConQueues::new(1, (u32::MAX - 1) / 4).unwrap();
+    assert_eq!(big.qp_wrs(i32::MAX), (i32::MAX as u32, i32::MAX as u32));
+    assert_eq!(big.cq_num(i32::MAX, i32::MAX), i32::MAX as u32);
+}
