@@ -1131,3 +1131,6 @@ mod tests {
         assert!(src.paths_num() > 0);
     }
 }
+
+#[cfg(test)]
+mod shift_sim;
