@@ -22,7 +22,9 @@
 #                              the layering and the count of unsafe blocks
 #   make demo                  the main job: boot the VM, map rnbd, show this module
 #   make host-test             cargo test of rtrs_core
-#   make bench                 4k randread QD32: C client vs this module, same VM boot
+#   make bench                 C client vs this module on the perf kernel, one VM boot:
+#                              the matrix, CPU per IO, paths, failover stall, memory
+#                              (BENCH=quick: a short run)
 
 FLAVOUR ?= test
 export FLAVOUR

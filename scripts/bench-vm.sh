@@ -1,40 +1,380 @@
 #!/bin/bash
-# In the VM: see bench.sh. Two rounds, C then this module each time, so that
-# drift over the boot shows; the ratio uses the sums.
+# In the VM (scripts/bench.sh boots it): the C client against this module,
+# through the unmodified rnbd-client, in one boot, alternated (C, this
+# module, C, ... : ABAB). It writes one fio JSON per run and a line per run
+# to $OUT/runs.tsv; scripts/bench-report.py turns them into the tables.
+#
+# Sections (BENCH_SECTIONS, in this order by default):
+#   ceiling  fio on the server's own brd disk, and raw verbs over rxe_eth0
+#            (perftest ib_read_lat, ib_write_bw, ib_read_bw)
+#   matrix   randread/randwrite x 4k/64k x QD 1/32/128 x 1 job/one per CPU,
+#            over one path and over two paths under each policy
+#   cpu      system+irq+softirq CPU time per IO at a fixed IO rate
+#   scale    IOPS and CPU per IO at 1, 8, 32 and 127 paths, each policy
+#   stall    longest completion under QD 32 when one of two paths is cut
+#            silently, disconnected, or loses its RDMA device
+#   memory   Slab/SUnreclaim/vmalloc/percpu after the map and after each
+#            added path, up to 32 paths
+# BENCH=quick runs a small version of each (development only).
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib.sh"
-RUNTIME=${RUNTIME:-20}
-ROUNDS=${ROUNDS:-2}
+OUT=${BENCH_OUT:-/run/vm-out/bench}
+mkdir -p "$OUT/raw"
+QUICK=0; [ "${BENCH:-full}" = quick ] && QUICK=1
+ROUNDS=${ROUNDS:-$([ $QUICK = 1 ] && echo 2 || echo 3)}
+RUNTIME=${RUNTIME:-$([ $QUICK = 1 ] && echo 3 || echo 5)}
+RAMP=${RAMP:-1}
+SECTIONS=${BENCH_SECTIONS:-ceiling matrix cpu scale stall memory}
+NCPU=$(nproc)
+DISK_MB=128
+SRV=10.0.2.15
+RUNS=$OUT/runs.tsv
+[ -e "$RUNS" ] || printf 'id\tsection\tclient\tround\tpaths\tpolicy\trw\tbs\tqd\tjobs\trc\textra\n' > "$RUNS"
+RUN_ID=0
+FIO_NRM=--norandommap
 
-# run_fio <dev>: prints the read IOPS.
-run_fio() {
-	fio --name=bench --filename="$1" --direct=1 --ioengine=libaio --rw=randread \
-		--bs=4k --iodepth=32 --numjobs=1 --time_based --runtime="$RUNTIME" --ramp_time=2 \
-		--size=64M --output-format=terse --terse-version=3 | tail -n1 | cut -d';' -f8
+log() { echo "bench [$(date +%T)] $*"; echo "rtrs-bench: $*" > /dev/kmsg 2>/dev/null; }
+
+# --- the two stacks ------------------------------------------------------------
+# client_load <c|rs> [server args]: the server side (brd disks and rnbd-server,
+# if not loaded) and the client stack.
+server_load() {
+	module_loaded rnbd_server && return 0
+	modprobe brd rd_nr=2 rd_size=$(( DISK_MB * 1024 )) max_part=0 &&
+	modprobe rtrs_server "$@" && modprobe rnbd_server || return 1
+	# Allocate the disks' pages, so that reads touch memory.
+	dd if=/dev/zero of=/dev/ram0 bs=1M count=$DISK_MB oflag=direct status=none
+	dd if=/dev/zero of=/dev/ram1 bs=1M count=$DISK_MB oflag=direct status=none
+}
+server_unload() { unload_modules rnbd_server rtrs_server brd; }
+client_load() {
+	if [ "$1" = c ]; then modprobe rnbd_client; else load_rnbd_rs; fi
+}
+client_unload() {
+	if [ "$1" = c ]; then unload_modules rnbd_client rtrs_client; else unload_modules rnbd_client rtrs_client_rs; fi
 }
 
-start_server 131072
-dd if=/dev/zero of=/dev/ram0 bs=1M count=64 oflag=direct status=none
-if ! rs_api_exported; then
-	echo "rtrs-client-rs: the rtrs_clt_* API is not exported yet; no comparison"
-	exit 0
-fi
-c_sum=0; rs_sum=0
-for r in $(seq 1 "$ROUNDS"); do
-	modprobe rnbd_client
-	dev=$(map_rnbd benchc /dev/ram0)
-	c_iops=$(run_fio "$dev")
-	unmap_rnbd benchc
-	unload_modules rnbd_client rtrs_client
-	echo "round $r C client:       4k randread QD32 IOPS $c_iops"
+# Client source addresses on eth0 besides 10.0.2.15 (rxe loops them back):
+# path k of a session (k >= 2) leaves from 10.0.2.(100 + k), so that the
+# server, which refuses a second path from the same address, takes it.
+alias_addr() { echo "10.0.2.$(( 100 + $1 ))"; }
+ALIASES=0
+ensure_aliases() {
+	local n=$1 k cmds=
+	[ "$n" -le "$ALIASES" ] && return 0
+	for (( k = ALIASES + 1; k <= n; k++ )); do
+		[ $k -ge 2 ] && cmds+="addr add $(alias_addr $k)/24 dev eth0"$'\n'
+	done
+	[ -n "$cmds" ] && ip -batch - <<< "$cmds"
+	ALIASES=$n
+	[ "$n" -ge 2 ] && wait_gid "$(alias_addr "$n")"
+}
+# path_of <k>: path k of a session, as rnbd and rtrs write it.
+path_of() { if [ "$1" = 1 ]; then echo "ip:$SRV@ip:$SRV"; else echo "ip:$(alias_addr "$1")@ip:$SRV"; fi; }
 
-	load_rnbd_rs
-	dev=$(map_rnbd benchrs /dev/ram0)
-	rs_iops=$(run_fio "$dev")
-	unmap_rnbd benchrs
-	unload_modules rnbd_client rtrs_client_rs
-	echo "round $r rtrs-client-rs: 4k randread QD32 IOPS $rs_iops"
-	c_sum=$((c_sum + ${c_iops:-0})); rs_sum=$((rs_sum + ${rs_iops:-0}))
+# map_paths <sess> <disk> <n>: map /dev/<disk> over paths 1..n; prints the device.
+map_paths() {
+	local s=$1 disk=$2 n=$3 k p=
+	ensure_aliases "$n" || return 1
+	for (( k = 1; k <= n; k++ )); do p+=" path=$(path_of $k)"; done
+	echo "sessname=$s$p device_path=/dev/$disk" > $RNBD_CTL/map_device || return 1
+	local b
+	for b in /sys/block/rnbd*; do
+		_read_line "$b/rnbd/session" && [ "$_LINE" = "$s" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+# add_paths <sess> <from> <to>: add_path k for k in from..to; prints failures.
+add_paths() {
+	local s=$1 k
+	ensure_aliases "$3" || return 1
+	for (( k = $2; k <= $3; k++ )); do
+		echo "$(path_of $k)" > "/sys/class/rtrs-client/$s/add_path" || echo "add_path $k failed"
+	done
+}
+connected_paths() {
+	local f n=0
+	for f in /sys/class/rtrs-client/"$1"/paths/*/state; do
+		_read_line "$f" && [ "$_LINE" = connected ] && n=$(( n + 1 ))
+	done
+	echo $n
+}
+set_policy() { echo "$2" > "/sys/class/rtrs-client/$1/mpath_policy"; }
+
+# --- one fio run -----------------------------------------------------------------
+# cpu_ticks: CPU_T = system + irq + softirq ticks of all CPUs so far.
+cpu_ticks() {
+	local _c _u _n sys _i _w irq sirq
+	read -r _c _u _n sys _i _w irq sirq _ < /proc/stat
+	CPU_T=$(( sys + irq + sirq ))
+}
+# fio_run <section> <client> <round> <paths> <policy> <dev> <rw> <bs> <qd> <jobs> [fio args...]
+# One fio run with JSON output into raw/<id>.json and a line in runs.tsv
+# (extra: the CPU ticks of system+irq+softirq during the run).
+fio_run() {
+	local sec=$1 cl=$2 rd=$3 np=$4 pol=$5 dev=$6 rw=$7 bs=$8 qd=$9 jobs=${10}
+	shift 10
+	RUN_ID=$(( RUN_ID + 1 ))
+	local id; id=$(printf '%s-%05d' "$sec" $RUN_ID)
+	local t0 t1 rc
+	cpu_ticks; t0=$CPU_T
+	fio --name=b --filename="$dev" --direct=1 --ioengine=libaio --rw="$rw" --bs="$bs" \
+		--iodepth="$qd" --numjobs="$jobs" --group_reporting --time_based \
+		--runtime="$RUNTIME" --ramp_time="$RAMP" --size=${DISK_MB}M $FIO_NRM \
+		--randrepeat=0 --output-format=json --output="$OUT/raw/$id.json" "$@" \
+		> "$OUT/raw/$id.err" 2>&1
+	rc=$?
+	cpu_ticks; t1=$CPU_T
+	[ $rc -ne 0 ] && dmesg | tail -n 20 >> "$OUT/raw/$id.err"
+	[ -s "$OUT/raw/$id.err" ] || rm -f "$OUT/raw/$id.err"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\tcpu_ticks=%s\n' "$id" "$sec" "$cl" "$rd" "$np" "$pol" \
+		"$rw" "$bs" "$qd" "$jobs" "$rc" $(( t1 - t0 )) >> "$RUNS"
+}
+# iops_of <id>: the run's IOPS, whole (for the rate of the cpu section).
+iops_of() {
+	python3 -c 'import json,sys
+j=json.load(open(sys.argv[1]))["jobs"][0]
+print(int(j["read"]["iops"]+j["write"]["iops"]))' "$OUT/raw/$1.json" 2>/dev/null || echo 0
+}
+
+CLIENTS="c rs"
+policies() { if [ "$1" = c ]; then echo "round-robin min-inflight min-latency"; else echo "round-robin min-inflight min-latency service-time"; fi; }
+# The cells of the matrix: "rw bs qd jobs".
+cells() {
+	local rw bs qd j
+	if [ $QUICK = 1 ]; then
+		echo "randread 4k 32 1"; echo "randwrite 4k 32 1"; echo "randread 64k 32 1"
+		return
+	fi
+	for rw in randread randwrite; do
+		for bs in 4k 64k; do
+			for qd in 1 32 128; do
+				for j in 1 "$NCPU"; do echo "$rw $bs $qd $j"; done
+			done
+		done
+	done
+}
+
+# --- sections --------------------------------------------------------------------
+sec_ceiling() {
+	log "ceiling: fio on the server's brd disk"
+	server_load || return 1
+	local rw bs qd j
+	while read -r rw bs qd j; do
+		fio_run ceiling local 1 0 - /dev/ram0 "$rw" "$bs" "$qd" "$j"
+	done < <(cells)
+	log "ceiling: raw verbs over rxe_eth0 (perftest)"
+	local t
+	for t in "ib_read_lat -s 4096 -n 2000" "ib_write_bw -s 4096 -n 5000" "ib_read_bw -s 4096 -n 5000" \
+		"ib_write_bw -s 65536 -n 2000" "ib_read_bw -s 65536 -n 2000"; do
+		RUN_ID=$(( RUN_ID + 1 ))
+		local id; id=$(printf 'verbs-%05d' $RUN_ID)
+		# shellcheck disable=SC2086 # $t is a command line
+		timeout 120 $t -d rxe_eth0 -R -F > "$OUT/raw/$id.srv" 2>&1 &
+		local spid=$!
+		sleep 2
+		# shellcheck disable=SC2086
+		timeout 120 $t -d rxe_eth0 -R -F $SRV > "$OUT/raw/$id.txt" 2>&1
+		local rc=$?
+		wait $spid
+		printf '%s\tverbs\tverbs\t1\t0\t-\t%s\t-\t-\t-\t%s\t\n' "$id" "${t// /_}" $rc >> "$RUNS"
+	done
+}
+
+sec_matrix() {
+	server_load || return 1
+	local r cl dev1 dev2 rw bs qd j pol
+	for (( r = 1; r <= ROUNDS; r++ )); do
+		for cl in $CLIENTS; do
+			log "matrix: round $r, client $cl"
+			client_load $cl || { log "matrix: $cl does not load"; continue; }
+			dev1=$(map_paths b1 ram0 1); dev2=$(map_paths b2 ram1 2)
+			if [ ! -b "$dev1" ] || [ ! -b "$dev2" ] || [ "$(connected_paths b2)" != 2 ]; then
+				log "matrix: $cl: map failed ($dev1, $dev2)"
+			else
+				while read -r rw bs qd j; do
+					fio_run matrix $cl $r 1 - "$dev1" "$rw" "$bs" "$qd" "$j"
+					for pol in $(policies $cl); do
+						[ $QUICK = 1 ] && [ "$pol" != min-inflight ] && [ "$pol" != service-time ] && continue
+						set_policy b2 "$pol"
+						fio_run matrix $cl $r 2 "$pol" "$dev2" "$rw" "$bs" "$qd" "$j"
+					done
+				done < <(cells)
+			fi
+			unmap_rnbd b1; unmap_rnbd b2
+			client_unload $cl
+		done
+	done
+}
+
+# The fixed rate of the cpu and scale sections: half of what the C client
+# did at 4k randread QD 32 over one path in this boot (or CPU_RATE).
+CPU_RATE=${CPU_RATE:-}
+pick_rate() {
+	[ -n "$CPU_RATE" ] && return 0
+	local id
+	id=$(awk -F'\t' '$2=="matrix" && $3=="c" && $5==1 && $7=="randread" && $8=="4k" && $9==32 && $10==1 && $11==0 {print $1; exit}' "$RUNS")
+	local i=0
+	[ -n "$id" ] && i=$(iops_of "$id")
+	CPU_RATE=$(( i / 2 ))
+	[ "$CPU_RATE" -ge 100 ] || CPU_RATE=500
+	log "fixed rate for CPU per IO: $CPU_RATE IOPS"
+}
+
+sec_cpu() {
+	server_load || return 1
+	pick_rate
+	local r cl dev1 rw
+	for (( r = 1; r <= ROUNDS; r++ )); do
+		for cl in $CLIENTS; do
+			client_load $cl || continue
+			dev1=$(map_paths b1 ram0 1)
+			if [ -b "$dev1" ]; then
+				for rw in randread randwrite; do
+					fio_run cpu $cl $r 1 - "$dev1" "$rw" 4k 32 1 --rate_iops=$CPU_RATE
+				done
+			fi
+			unmap_rnbd b1
+			client_unload $cl
+		done
+	done
+}
+
+sec_scale() {
+	# sess_queue_depth 128 so that 127 paths fit in the VM's memory.
+	server_unload; server_load sess_queue_depth=128 || return 1
+	pick_rate
+	local counts="1 8 32 127" r cl dev n have pol
+	[ $QUICK = 1 ] && counts="1 8"
+	local rounds=$(( ROUNDS < 2 ? ROUNDS : 2 ))
+	for (( r = 1; r <= rounds; r++ )); do
+		for cl in $CLIENTS; do
+			client_load $cl || continue
+			dev=$(map_paths bs ram0 1); have=1
+			for n in $counts; do
+				[ -b "$dev" ] || break
+				if [ "$n" -gt "$have" ]; then
+					log "scale: $cl adds paths $(( have + 1 ))..$n"
+					add_paths bs $(( have + 1 )) "$n" | head -n 3
+					have=$n
+					wait_for 120 eval "[ \$(connected_paths bs) -ge $n ]" ||
+						log "scale: $cl: only $(connected_paths bs) of $n paths connected"
+				fi
+				for pol in $(policies $cl); do
+					[ $QUICK = 1 ] && [ "$pol" != min-inflight ] && continue
+					set_policy bs "$pol"
+					fio_run scale $cl $r "$(connected_paths bs)" "$pol" "$dev" randread 4k 32 1
+					fio_run scalecpu $cl $r "$(connected_paths bs)" "$pol" "$dev" randread 4k 32 1 --rate_iops=$CPU_RATE
+				done
+			done
+			unmap_rnbd bs
+			client_unload $cl
+		done
+	done
+	server_unload
+}
+
+sec_stall() {
+	. "$RTRS_REPO/tests/lib-mp.sh"
+	# shellcheck disable=SC2034 # read by lib-mp.sh
+	MP_N=2
+	server_unload
+	log "stall: two-path topology"
+	mp_setup || { log "stall: topology failed"; mp_teardown; return 1; }
+	server_load || return 1
+	local cl dev kind d2 rounds=$(( QUICK == 1 ? 1 : 2 )) r
+	for (( r = 1; r <= rounds; r++ )); do
+		for cl in $CLIENTS; do
+			client_load $cl || continue
+			dev=$(mp_map_rnbd st /dev/ram0)
+			if [ -b "$dev" ] && wait_for 30 mp_path_connected st 1 && wait_for 30 mp_path_connected st 2; then
+				set_policy st min-inflight
+				for kind in cut disconnect devloss; do
+					wait_for 90 mp_path_connected st 1 && mp_path_reconnect st 2 90 ||
+						log "stall: $cl: paths not both up before $kind: $(mp_status st | tr '\n' ' ')"
+					d2=$(mp_path_dir st 2)
+					# The action 3 s into a 15 s verified QD 32 run.
+					( sleep 3
+					  case $kind in
+					  cut) mp_path_cut 2 ;;
+					  disconnect) echo 1 > "$d2/disconnect" ;;
+					  devloss) rdma link del rxe_mpc2 ;;
+					  esac ) &
+					local apid=$!
+					RUNTIME=15 RAMP=0 FIO_NRM='' fio_run stall $cl $r 2 "$kind" "$dev" randrw 4k 32 1 \
+						--verify=crc32c --verify_fatal=1 --verify_state_save=0 --size=32M
+					wait $apid
+					case $kind in
+					cut) mp_path_restore 2 ;;
+					devloss) rdma link add rxe_mpc2 type rxe netdev mpc2; wait_for 20 _mp_port_active rxe_mpc2 ;;
+					esac
+				done
+			else
+				log "stall: $cl: map failed: $(mp_status st | tr '\n' ' ')"
+			fi
+			unmap_rnbd st
+			client_unload $cl
+		done
+	done
+	server_unload
+	mp_teardown
+}
+
+# meminfo <client> <label> <paths>: a line of Slab, SUnreclaim, VmallocUsed
+# and Percpu (kB) after dropping caches.
+meminfo() {
+	local k v slab=0 sunr=0 vm=0 pc=0
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	while read -r k v _; do
+		case $k in
+		Slab:) slab=$v ;; SUnreclaim:) sunr=$v ;; VmallocUsed:) vm=$v ;; Percpu:) pc=$v ;;
+		esac
+	done < /proc/meminfo
+	RUN_ID=$(( RUN_ID + 1 ))
+	printf 'mem-%05d\tmemory\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t0\tslab=%s sunreclaim=%s vmalloc=%s percpu=%s\n' \
+		$RUN_ID "$1" "$R" "$3" "$2" "$slab" "$sunr" "$vm" "$pc" >> "$RUNS"
+}
+sec_memory() {
+	server_unload; server_load || return 1
+	local cl dev n last=32 step
+	[ $QUICK = 1 ] && last=4
+	local rounds=$(( ROUNDS < 2 ? ROUNDS : 2 ))
+	for (( R = 1; R <= rounds; R++ )); do
+		for cl in $CLIENTS; do
+			meminfo $cl unloaded 0
+			client_load $cl || continue
+			meminfo $cl loaded 0
+			dev=$(map_paths bm ram0 1)
+			[ -b "$dev" ] || { log "memory: $cl map failed"; client_unload $cl; continue; }
+			meminfo $cl mapped 1
+			for (( n = 2; n <= last; n++ )); do
+				add_paths bm $n $n
+				step=$n
+				wait_for 60 eval "[ \$(connected_paths bm) -ge $step ]"
+				[ $n = 2 ] || [ $n = 8 ] || [ $n = $last ] || [ $(( n % 8 )) = 0 ] || continue
+				meminfo $cl added "$(connected_paths bm)"
+			done
+			unmap_rnbd bm
+			client_unload $cl
+			meminfo $cl after 0
+		done
+	done
+}
+
+log "start: sections '$SECTIONS', rounds $ROUNDS, runtime $RUNTIME s, $NCPU CPUs, kernel $(uname -r)"
+{
+	echo "kernel $(uname -r)"; echo "cpus $NCPU"; echo "mem_kb $(awk '/MemTotal/ {print $2}' /proc/meminfo)"
+	echo "rounds $ROUNDS"; echo "runtime $RUNTIME"; echo "ramp $RAMP"; echo "bench ${BENCH:-full}"
+	echo "rs_ko $RS_KO"; echo "rs_version $(modinfo -F version "$RS_KO" 2>/dev/null) $(modinfo -F source "$RS_KO" 2>/dev/null)"
+	echo "fio $(fio --version)"
+} > "$OUT/meta.txt"
+for s in $SECTIONS; do
+	log "section $s"
+	"sec_$s" || log "section $s failed"
+	for m in rnbd_client rtrs_client rtrs_client_rs; do
+		module_loaded $m && log "section $s left $m loaded"
+	done
 done
-awk -v r="$rs_sum" -v c="$c_sum" 'BEGIN { if (c > 0) printf "ratio rtrs-client-rs / C: %.2f\n", r / c }'
-stop_server
+echo "cpu_rate $CPU_RATE" >> "$OUT/meta.txt"
+server_unload
+log "done"

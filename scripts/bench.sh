@@ -1,13 +1,38 @@
 #!/bin/bash
-# Benchmark: 4k randread QD32 through rnbd over the in-tree C client and over
-# this module, in the same VM boot, and their ratio. For information only:
-# on QEMU TCG with soft-RoCE (and KASAN with FLAVOUR=test) the absolute
-# numbers say little; the ratio is what to watch.
+# make bench: the C client against this module through rnbd, in one VM boot
+# of the perf kernel (FLAVOUR=perf: no KASAN, lockdep, kmemleak), and the
+# report (scripts/bench-report.py): tables, JSON and a plot.
 #
-#   scripts/bench.sh [runtime-seconds]        (FLAVOUR=perf for a kernel without checkers)
+#   scripts/bench.sh                      the whole benchmark (about 2-3 h under TCG)
+#   BENCH=quick scripts/bench.sh          a short version, for development
+#   BENCH_SECTIONS="matrix cpu" ...       only some sections (see bench-vm.sh)
+#   BENCH_DIR=<dir>                       where the results go (default bench-out/<date>)
+#
+# The module is built for the perf kernel in a copy of the checkout under
+# the kernel cache, so the checkout's own build (for the test kernel) stays.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
-scripts/build-kernel.sh >/dev/null
-make -s modules
-exec scripts/vm-run.sh "RUNTIME=${1:-20} $REPO/scripts/bench-vm.sh"
+export FLAVOUR=${FLAVOUR:-perf}
+KDIR=$(scripts/build-kernel.sh | tail -n 1)
+. scripts/kernel-env.sh
+BUILD=$KCACHE_DIR/bench-module
+rm -rf "$BUILD"; mkdir -p "$BUILD"
+git ls-files -z | xargs -0 cp --parents -t "$BUILD"
+scripts/source-version.sh . > "$BUILD/.source-version"
+make -s -C "$BUILD" KDIR="$KDIR" modules
+OUTDIR=${BENCH_DIR:-$REPO/bench-out/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUTDIR"
+echo "bench: results in $OUTDIR"
+rc=0
+VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
+	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} \
+	 RS_KO=$BUILD/rtrs-client-rs.ko BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
+{
+	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
+	echo "date $(date -u +%Y-%m-%d)"
+	echo "commit $(scripts/source-version.sh .)"
+} >> "$OUTDIR/vm/bench/meta.txt"
+python3 scripts/bench-report.py "$OUTDIR/vm/bench" "$OUTDIR"
+echo "bench: VM status $rc; report $OUTDIR/results.md"
+exit $rc

@@ -57,7 +57,7 @@ module_loaded() { [ -e "/sys/module/$1/refcnt" ]; }
 
 # --- RDMA / RNBD plumbing (VM only) ------------------------------------------
 RTRS_REPO=${RTRS_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-RS_KO=$RTRS_REPO/rtrs-client-rs.ko
+RS_KO=${RS_KO:-$RTRS_REPO/rtrs-client-rs.ko}
 SRV_ADDR=10.0.2.15
 RNBD_CTL=/sys/devices/virtual/rnbd-client/ctl
 

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""The report of scripts/bench-vm.sh's runs: results.json, results.md and
+bench.svg in the output directory.
+
+    scripts/bench-report.py <bench dir (runs.tsv, raw/, meta.txt)> <out dir>
+
+Per cell, each client's median over the rounds that succeeded, the min-max
+of the rounds (the spread), and the ratio of the medians, this module over
+C. A ratio is called above or below 1 only beyond the spread: this module's
+worst round better than C's best, or its best worse than C's worst.
+"""
+import json
+import os
+import re
+import statistics
+import sys
+
+USER_HZ = 100  # /proc/stat ticks per second
+
+
+def load_runs(d):
+    runs = []
+    with open(os.path.join(d, "runs.tsv")) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            v = line.rstrip("\n").split("\t")
+            r = dict(zip(head, v + [""] * (len(head) - len(v))))
+            extra = {}
+            for kv in r.get("extra", "").split():
+                k, _, val = kv.partition("=")
+                extra[k] = val
+            r["extra"] = extra
+            runs.append(r)
+    return runs
+
+
+def fio_json(d, rid):
+    p = os.path.join(d, "raw", rid + ".json")
+    try:
+        t = open(p).read()
+        return json.JSONDecoder().raw_decode(t[t.index("{"):])[0]
+    except (OSError, ValueError):
+        return None
+
+
+def fio_err(d, rid):
+    p = os.path.join(d, "raw", rid + ".err")
+    try:
+        lines = [l.strip() for l in open(p) if l.strip()]
+    except OSError:
+        return ""
+    keep = [l for l in lines if "error" in l.lower() or "err=" in l][:3]
+    return " | ".join(keep or lines[:2])
+
+
+def fio_metrics(j):
+    """IOPS, bandwidth (KiB/s), clat p50/p99/p99.9 and max (us), IOs, error."""
+    job = j["jobs"][0]
+    iops = bw = ios = 0.0
+    pct = {}
+    lat_max = 0.0
+    for dirn in ("read", "write"):
+        s = job[dirn]
+        iops += s["iops"]
+        bw += s["bw"]
+        ios += s.get("total_ios", 0)
+        if s.get("total_ios", 0) > 0:
+            p = s["clat_ns"].get("percentile", {})
+            for k, name in (("50.000000", "p50"), ("99.000000", "p99"), ("99.900000", "p999")):
+                if k in p:
+                    pct[name] = max(pct.get(name, 0.0), p[k] / 1000.0)
+            lat_max = max(lat_max, s["clat_ns"]["max"] / 1000.0)
+    return {
+        "iops": iops,
+        "bw_kib": bw,
+        "p50_us": pct.get("p50"),
+        "p99_us": pct.get("p99"),
+        "p999_us": pct.get("p999"),
+        "max_us": lat_max,
+        "ios": ios,
+        "error": job.get("error", 0),
+    }
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(rounds):
+    """rounds: list of metric dicts of successful runs."""
+    out = {"rounds": len(rounds)}
+    if not rounds:
+        return out
+    for k in ("iops", "bw_kib", "p50_us", "p99_us", "p999_us", "cpu_us_per_io"):
+        m = med([r.get(k) for r in rounds])
+        if m is not None:
+            out[k] = round(m, 2)
+    iops = [r["iops"] for r in rounds]
+    out["iops_min"] = round(min(iops), 1)
+    out["iops_max"] = round(max(iops), 1)
+    return out
+
+
+def verdict(c, rs):
+    if not c.get("rounds") or not rs.get("rounds"):
+        return None, "n/a"
+    ratio = rs["iops"] / c["iops"] if c["iops"] else None
+    if rs["iops_min"] > c["iops_max"]:
+        v = "faster"
+    elif rs["iops_max"] < c["iops_min"]:
+        v = "slower"
+    else:
+        v = "within spread"
+    return (round(ratio, 3) if ratio else None), v
+
+
+def cell_key(r):
+    return (int(r["paths"]), r["policy"], r["rw"], r["bs"], int(r["qd"]), int(r["jobs"]))
+
+
+def collect(d, runs, section, key=cell_key):
+    """{key: {client: {"ok": [metrics], "fail": [errors]}}}."""
+    cells = {}
+    for r in runs:
+        if r["section"] != section:
+            continue
+        k = key(r)
+        slot = cells.setdefault(k, {}).setdefault(r["client"], {"ok": [], "fail": []})
+        j = fio_json(d, r["id"])
+        m = None
+        if j is not None:
+            try:
+                m = fio_metrics(j)
+            except (KeyError, IndexError, TypeError):
+                m = None
+        ticks = r["extra"].get("cpu_ticks")
+        if m is not None and ticks is not None and m["ios"] > 0:
+            m["cpu_us_per_io"] = int(ticks) * (1e6 / USER_HZ) / m["ios"]
+        if r["rc"] == "0" and m is not None and not m["error"]:
+            slot["ok"].append(m)
+        else:
+            err = fio_err(d, r["id"])
+            if m is not None and m["error"]:
+                err = "fio error %s%s" % (m["error"], (": " + err) if err else "")
+            slot["fail"].append("rc %s%s" % (r["rc"], (": " + err) if err else ""))
+            if m is not None:
+                m["failed"] = True
+                slot.setdefault("failed_metrics", []).append(m)
+    return cells
+
+
+def parse_perftest(path):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    for i, l in enumerate(lines):
+        if l.strip().startswith("#bytes"):
+            cols = re.split(r"\s{2,}|\t", l.strip())
+            for row in lines[i + 1:]:
+                nums = row.split()
+                if nums and nums[0].isdigit():
+                    return dict(zip(cols, nums))
+    return None
+
+
+def fmt(x, nd=0):
+    if x is None:
+        return "-"
+    if nd == 0:
+        return "%d" % round(x)
+    return ("%." + str(nd) + "f") % x
+
+
+def main():
+    src, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    meta = {}
+    try:
+        for l in open(os.path.join(src, "meta.txt")):
+            k, _, v = l.strip().partition(" ")
+            meta[k] = v
+    except OSError:
+        pass
+    runs = load_runs(src)
+    res = {"meta": meta}
+    md = []
+    md.append("# Benchmark: rtrs-client-rs against the C rtrs-client")
+    md.append("")
+    md.append("%s; kernel %s (perf flavour: no KASAN, lockdep, kmemleak); guest %s CPUs, %s kB; "
+              "host %s; %s rounds per cell, ABAB, %s s each after %s s ramp; fio %s; module %s."
+              % (meta.get("date", "?"), meta.get("kernel", "?"), meta.get("cpus", "?"),
+                 meta.get("mem_kb", "?"), meta.get("host", "?"), meta.get("rounds", "?"),
+                 meta.get("runtime", "?"), meta.get("ramp", "?"), meta.get("fio", "?"),
+                 meta.get("commit", "?")))
+    md.append("")
+    md.append("Ratio: this module's median IOPS over C's. Verdict: faster/slower only when "
+              "every round of one beats every round of the other, else within spread. "
+              "Latencies are fio's completion latency (clat) percentiles, medians over rounds.")
+    md.append("")
+
+    # --- ceiling ------------------------------------------------------------
+    ceil = {}
+    for k, v in collect(src, runs, "ceiling").items():
+        s = summarize(v.get("local", {}).get("ok", []))
+        if s.get("rounds"):
+            ceil[(k[2], k[3], k[4], k[5])] = s
+    verbs = {}
+    for r in runs:
+        if r["section"] == "verbs":
+            row = parse_perftest(os.path.join(src, "raw", r["id"] + ".txt"))
+            verbs[r["rw"].replace("_", " ")] = {"rc": r["rc"], "row": row}
+    res["ceiling"] = {
+        "local_fio": {"%s %s qd%d j%d" % k: v for k, v in ceil.items()},
+        "verbs": verbs,
+    }
+
+    # --- matrix -------------------------------------------------------------
+    cells = collect(src, runs, "matrix")
+    rows = []
+    for k in sorted(cells, key=lambda k: (k[0], k[1] != "-", k[1], k[2], k[3] != "4k", k[4], k[5])):
+        v = cells[k]
+        c = summarize(v.get("c", {}).get("ok", []))
+        rs = summarize(v.get("rs", {}).get("ok", []))
+        ratio, verd = verdict(c, rs)
+        cl = ceil.get((k[2], k[3], k[4], k[5]))
+        row = {
+            "paths": k[0], "policy": k[1], "rw": k[2], "bs": k[3], "qd": k[4], "jobs": k[5],
+            "c": c, "rs": rs, "ratio": ratio, "verdict": verd,
+            "c_failures": v.get("c", {}).get("fail", []),
+            "rs_failures": v.get("rs", {}).get("fail", []),
+        }
+        if cl and cl.get("iops"):
+            if c.get("iops"):
+                row["c_of_ceiling"] = round(c["iops"] / cl["iops"], 3)
+            if rs.get("iops"):
+                row["rs_of_ceiling"] = round(rs["iops"] / cl["iops"], 3)
+            row["ceiling_iops"] = cl["iops"]
+        rows.append(row)
+    res["matrix"] = rows
+
+    def matrix_table(sel, title):
+        md.append("## " + title)
+        md.append("")
+        md.append("| paths | policy | rw | bs | QD | jobs | C IOPS (min-max) | RS IOPS (min-max) | ratio | verdict "
+                  "| C p50/p99/p99.9 us | RS p50/p99/p99.9 us | C, RS of ceiling |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if not sel(r):
+                continue
+            c, rs = r["c"], r["rs"]
+
+            def iops(s, fails):
+                if not s.get("rounds"):
+                    return "failed: " + "; ".join(fails[:1]) if fails else "-"
+                t = "%s (%s-%s)" % (fmt(s["iops"]), fmt(s["iops_min"]), fmt(s["iops_max"]))
+                if fails:
+                    t += ", %d failed: %s" % (len(fails), fails[0])
+                return t
+
+            def lat(s):
+                if not s.get("rounds"):
+                    return "-"
+                return "%s/%s/%s" % (fmt(s.get("p50_us")), fmt(s.get("p99_us")), fmt(s.get("p999_us")))
+
+            ceil_t = "-"
+            if "ceiling_iops" in r:
+                ceil_t = "%s, %s" % (fmt(r.get("c_of_ceiling"), 2), fmt(r.get("rs_of_ceiling"), 2))
+            md.append("| %d | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                r["paths"], r["policy"], r["rw"], r["bs"], r["qd"], r["jobs"],
+                iops(c, r["c_failures"]), iops(rs, r["rs_failures"]),
+                fmt(r["ratio"], 2), r["verdict"], lat(c), lat(rs), ceil_t))
+        md.append("")
+
+    matrix_table(lambda r: r["paths"] == 1, "One path")
+    matrix_table(lambda r: r["paths"] == 2, "Two paths, by policy")
+    one = [r for r in rows if r["paths"] == 1 and r["ratio"] is not None]
+    if one:
+        n_f = sum(r["verdict"] == "faster" for r in one)
+        n_s = sum(r["verdict"] == "slower" for r in one)
+        md.append("One path: %d cells; this module faster beyond the spread in %d, slower in %d, "
+                  "within the spread in %d; median ratio %.2f." % (
+                      len(one), n_f, n_s, len(one) - n_f - n_s,
+                      statistics.median(r["ratio"] for r in one)))
+        md.append("")
+
+    md.append("## The ceiling (same boot)")
+    md.append("")
+    md.append("fio on the server's brd disk directly (no RDMA, no client):")
+    md.append("")
+    md.append("| rw | bs | QD | jobs | IOPS |")
+    md.append("|---|---|---|---|---|")
+    for k in sorted(ceil):
+        md.append("| %s | %s | %d | %d | %s |" % (k[0], k[1], k[2], k[3], fmt(ceil[k]["iops"])))
+    md.append("")
+    if verbs:
+        md.append("Raw verbs over rxe_eth0 (perftest, rdma_cm):")
+        md.append("")
+        md.append("| test | result |")
+        md.append("|---|---|")
+        for t, v in verbs.items():
+            row = v["row"]
+            md.append("| %s | %s |" % (t, ", ".join("%s %s" % kv for kv in row.items()) if row else "failed (rc %s)" % v["rc"]))
+        md.append("")
+
+    # --- cpu ----------------------------------------------------------------
+    cpu = collect(src, runs, "cpu")
+    md.append("## CPU per IO at a fixed rate (%s IOPS), system+irq+softirq of the guest" % meta.get("cpu_rate", "?"))
+    md.append("")
+    md.append("| rw | C us/IO (IOPS) | RS us/IO (IOPS) | RS/C |")
+    md.append("|---|---|---|---|")
+    res["cpu"] = []
+    for k in sorted(cpu):
+        c = summarize(cpu[k].get("c", {}).get("ok", []))
+        rs = summarize(cpu[k].get("rs", {}).get("ok", []))
+        r = {"rw": k[2], "bs": k[3], "qd": k[4], "c": c, "rs": rs}
+        res["cpu"].append(r)
+        ratio = (rs["cpu_us_per_io"] / c["cpu_us_per_io"]) if c.get("cpu_us_per_io") and rs.get("cpu_us_per_io") else None
+        md.append("| %s %s QD%d | %s (%s) | %s (%s) | %s |" % (
+            k[2], k[3], k[4], fmt(c.get("cpu_us_per_io"), 1), fmt(c.get("iops")),
+            fmt(rs.get("cpu_us_per_io"), 1), fmt(rs.get("iops")), fmt(ratio, 2)))
+    md.append("")
+
+    # --- scale --------------------------------------------------------------
+    sc = collect(src, runs, "scale")
+    scc = collect(src, runs, "scalecpu")
+    res["scale"] = []
+    if sc:
+        md.append("## Scaling with paths (4k randread QD32, 1 job)")
+        md.append("")
+        md.append("IOPS at full speed, and CPU per IO at the fixed rate.")
+        md.append("")
+        md.append("| policy | paths | C IOPS | RS IOPS | C us/IO | RS us/IO |")
+        md.append("|---|---|---|---|---|---|")
+        for k in sorted(sc, key=lambda k: (k[1], k[0])):
+            c = summarize(sc[k].get("c", {}).get("ok", []))
+            rs = summarize(sc[k].get("rs", {}).get("ok", []))
+            cc = summarize(scc.get(k, {}).get("c", {}).get("ok", []))
+            rc = summarize(scc.get(k, {}).get("rs", {}).get("ok", []))
+            res["scale"].append({"paths": k[0], "policy": k[1], "c": c, "rs": rs, "c_cpu": cc, "rs_cpu": rc})
+            md.append("| %s | %d | %s | %s | %s | %s |" % (
+                k[1], k[0], fmt(c.get("iops")), fmt(rs.get("iops")),
+                fmt(cc.get("cpu_us_per_io"), 1), fmt(rc.get("cpu_us_per_io"), 1)))
+        md.append("")
+
+    # --- stall --------------------------------------------------------------
+    st = {}
+    for r in runs:
+        if r["section"] != "stall":
+            continue
+        j = fio_json(src, r["id"])
+        m = None
+        if j is not None:
+            try:
+                m = fio_metrics(j)
+            except (KeyError, IndexError, TypeError):
+                m = None
+        e = st.setdefault((r["policy"], r["client"]), [])
+        e.append({"rc": int(r["rc"]), "max_ms": round(m["max_us"] / 1000.0, 1) if m else None,
+                  "error": (m or {}).get("error"), "err": fio_err(src, r["id"]) if r["rc"] != "0" else ""})
+    res["stall"] = {"%s %s" % k: v for k, v in st.items()}
+    if st:
+        md.append("## Failover stall: longest completion under QD32 verified IO, one of two paths lost")
+        md.append("")
+        md.append("| what happens to path 2 | C | RS |")
+        md.append("|---|---|---|")
+        for kind in ("cut", "disconnect", "devloss"):
+            def s(cl):
+                v = st.get((kind, cl), [])
+                return "; ".join(
+                    ("%s ms" % fmt(x["max_ms"])) if x["rc"] == 0 else
+                    ("failed (rc %d%s)" % (x["rc"], (", " + x["err"][:80]) if x["err"] else "")) for x in v) or "-"
+            md.append("| %s | %s | %s |" % ({"cut": "cut silently", "disconnect": "sysfs disconnect",
+                                             "devloss": "RDMA device deleted"}[kind], s("c"), s("rs")))
+        md.append("")
+
+    # --- memory -------------------------------------------------------------
+    mem = {}
+    for r in runs:
+        if r["section"] != "memory":
+            continue
+        e = r["extra"]
+        mem.setdefault((r["client"], r["round"]), []).append(
+            (r["policy"], int(r["paths"]), {k: int(e.get(k, 0)) for k in ("slab", "sunreclaim", "vmalloc", "percpu")}))
+    res["memory"] = []
+    if mem:
+        md.append("## Kernel memory (kB, after drop_caches; client and server share the kernel)")
+        md.append("")
+        md.append("| client | round | session (map of 1 path): SUnreclaim / vmalloc / percpu | per added path: SUnreclaim / vmalloc / percpu | paths |")
+        md.append("|---|---|---|---|---|")
+        for (cl, rd), pts in sorted(mem.items()):
+            by = {}
+            for label, n, v in pts:
+                by.setdefault(label, []).append((n, v))
+            loaded = by.get("loaded", [(0, None)])[0][1]
+            mapped = by.get("mapped", [(1, None)])[0][1]
+            added = by.get("added", [])
+            if not loaded or not mapped:
+                continue
+            sess = {k: mapped[k] - loaded[k] for k in mapped}
+            per = None
+            n_last = 1
+            if added:
+                n_last, last = added[-1]
+                if n_last > 1:
+                    per = {k: round((last[k] - mapped[k]) / (n_last - 1), 1) for k in last}
+            res["memory"].append({"client": cl, "round": rd, "session_kb": sess, "per_path_kb": per, "paths": n_last})
+            md.append("| %s | %s | %s / %s / %s | %s | %d |" % (
+                cl, rd, sess["sunreclaim"], sess["vmalloc"], sess["percpu"],
+                ("%s / %s / %s" % (per["sunreclaim"], per["vmalloc"], per["percpu"])) if per else "-", n_last))
+        md.append("")
+
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    write_svg(os.path.join(out, "bench.svg"), rows, meta)
+    print("\n".join(md))
+
+
+def write_svg(path, rows, meta):
+    """Bars: this module's IOPS over C's per one- and two-path cell, with
+    whiskers from the worst to the best pairing of rounds."""
+    pts = [r for r in rows if r["ratio"] is not None]
+    if not pts:
+        open(path, "w").write('<svg xmlns="http://www.w3.org/2000/svg" width="400" height="40">'
+                              '<text x="10" y="25">no data</text></svg>\n')
+        return
+    bw, gap, left, top, h = 14, 4, 60, 40, 300
+    width = left + len(pts) * (bw + gap) + 20
+    lo = min(0.5, min(r["rs"]["iops_min"] / r["c"]["iops_max"] for r in pts) - 0.05)
+    hi = max(1.5, max(r["rs"]["iops_max"] / r["c"]["iops_min"] for r in pts) + 0.05)
+
+    def y(v):
+        return top + h - (v - lo) / (hi - lo) * h
+
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="10">'
+         % (width, top + h + 150)]
+    o.append('<text x="%d" y="20" font-size="13">IOPS ratio rtrs-client-rs / C (median; whiskers: worst..best '
+             'round pairing) - %s, %s</text>' % (left, meta.get("kernel", ""), meta.get("date", "")))
+    for t in [x / 10 for x in range(int(lo * 10), int(hi * 10) + 1)]:
+        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"/>' % (
+            left, width - 10, y(t), y(t), "#000" if abs(t - 1) < 1e-9 else "#ddd"))
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%.1f</text>' % (left - 4, y(t) + 3, t))
+    for i, r in enumerate(pts):
+        x = left + i * (bw + gap)
+        col = {"faster": "#2a9d4a", "slower": "#d04040"}.get(r["verdict"], "#7f8fa6")
+        y0, y1 = y(1.0), y(r["ratio"])
+        o.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"/>' % (x, min(y0, y1), bw, abs(y1 - y0), col))
+        wlo = r["rs"]["iops_min"] / r["c"]["iops_max"]
+        whi = r["rs"]["iops_max"] / r["c"]["iops_min"]
+        o.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#000"/>' % (x + bw / 2, x + bw / 2, y(wlo), y(whi)))
+        lab = "%dp %s %s %s q%d j%d" % (r["paths"], "" if r["policy"] == "-" else r["policy"][:6],
+                                       r["rw"].replace("rand", ""), r["bs"], r["qd"], r["jobs"])
+        o.append('<text transform="translate(%d,%d) rotate(60)">%s</text>' % (x + 3, top + h + 6, lab))
+    o.append("</svg>")
+    open(path, "w").write("\n".join(o) + "\n")
+
+
+if __name__ == "__main__":
+    main()
