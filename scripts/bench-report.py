@@ -157,7 +157,13 @@ def parse_perftest(path):
         return None
     for i, l in enumerate(lines):
         if l.strip().startswith("#bytes"):
-            cols = re.split(r"\s{2,}|\t", l.strip())
+            # Two-word columns: "BW peak[MB/sec]", "99% percentile[usec]".
+            cols = []
+            for t in l.split():
+                if cols and (cols[-1] == "BW" or cols[-1].endswith("%")):
+                    cols[-1] += " " + t
+                else:
+                    cols.append(t)
             for row in lines[i + 1:]:
                 nums = row.split()
                 if nums and nums[0].isdigit():

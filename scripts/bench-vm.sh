@@ -58,24 +58,26 @@ client_unload() {
 # path k of a session (k >= 2) leaves from 10.0.2.(100 + k), so that the
 # server, which refuses a second path from the same address, takes it.
 alias_addr() { echo "10.0.2.$(( 100 + $1 ))"; }
-ALIASES=0
+# ensure_aliases <n>: addresses for paths 1..n on eth0 (call it in this
+# shell, not in a command substitution: it remembers what it added).
+ALIASES=1
 ensure_aliases() {
 	local n=$1 k cmds=
 	[ "$n" -le "$ALIASES" ] && return 0
 	for (( k = ALIASES + 1; k <= n; k++ )); do
-		[ $k -ge 2 ] && cmds+="addr add $(alias_addr $k)/24 dev eth0"$'\n'
+		cmds+="addr replace $(alias_addr $k)/24 dev eth0"$'\n'
 	done
-	[ -n "$cmds" ] && ip -batch - <<< "$cmds"
+	ip -batch - <<< "$cmds" || return 1
 	ALIASES=$n
-	[ "$n" -ge 2 ] && wait_gid "$(alias_addr "$n")"
+	wait_gid "$(alias_addr "$n")"
 }
 # path_of <k>: path k of a session, as rnbd and rtrs write it.
 path_of() { if [ "$1" = 1 ]; then echo "ip:$SRV@ip:$SRV"; else echo "ip:$(alias_addr "$1")@ip:$SRV"; fi; }
 
-# map_paths <sess> <disk> <n>: map /dev/<disk> over paths 1..n; prints the device.
+# map_paths <sess> <disk> <n>: map /dev/<disk> over paths 1..n (after
+# ensure_aliases n); prints the device.
 map_paths() {
 	local s=$1 disk=$2 n=$3 k p=
-	ensure_aliases "$n" || return 1
 	for (( k = 1; k <= n; k++ )); do p+=" path=$(path_of $k)"; done
 	echo "sessname=$s$p device_path=/dev/$disk" > $RNBD_CTL/map_device || return 1
 	local b
@@ -84,10 +86,10 @@ map_paths() {
 	done
 	return 1
 }
-# add_paths <sess> <from> <to>: add_path k for k in from..to; prints failures.
+# add_paths <sess> <from> <to>: add_path k for k in from..to (after
+# ensure_aliases to); prints failures.
 add_paths() {
 	local s=$1 k
-	ensure_aliases "$3" || return 1
 	for (( k = $2; k <= $3; k++ )); do
 		echo "$(path_of $k)" > "/sys/class/rtrs-client/$s/add_path" || echo "add_path $k failed"
 	done
@@ -188,6 +190,7 @@ sec_matrix() {
 		for cl in $CLIENTS; do
 			log "matrix: round $r, client $cl"
 			client_load $cl || { log "matrix: $cl does not load"; continue; }
+			ensure_aliases 2
 			dev1=$(map_paths b1 ram0 1); dev2=$(map_paths b2 ram1 2)
 			if [ ! -b "$dev1" ] || [ ! -b "$dev2" ] || [ "$(connected_paths b2)" != 2 ]; then
 				log "matrix: $cl: map failed ($dev1, $dev2)"
@@ -255,6 +258,7 @@ sec_scale() {
 				[ -b "$dev" ] || break
 				if [ "$n" -gt "$have" ]; then
 					log "scale: $cl adds paths $(( have + 1 ))..$n"
+					ensure_aliases "$n"
 					add_paths bs $(( have + 1 )) "$n" | head -n 3
 					have=$n
 					wait_for 120 eval "[ \$(connected_paths bs) -ge $n ]" ||
@@ -301,8 +305,9 @@ sec_stall() {
 					  devloss) rdma link del rxe_mpc2 ;;
 					  esac ) &
 					local apid=$!
+					# (The whole disk: a verified run must not write a block twice.)
 					RUNTIME=15 RAMP=0 FIO_NRM='' fio_run stall $cl $r 2 "$kind" "$dev" randrw 4k 32 1 \
-						--verify=crc32c --verify_fatal=1 --verify_state_save=0 --size=32M
+						--verify=crc32c --verify_fatal=1 --verify_state_save=0
 					wait $apid
 					case $kind in
 					cut) mp_path_restore 2 ;;
@@ -347,6 +352,7 @@ sec_memory() {
 			dev=$(map_paths bm ram0 1)
 			[ -b "$dev" ] || { log "memory: $cl map failed"; client_unload $cl; continue; }
 			meminfo $cl mapped 1
+			ensure_aliases $last
 			for (( n = 2; n <= last; n++ )); do
 				add_paths bm $n $n
 				step=$n
