@@ -448,6 +448,15 @@ impl PathShared {
         }
     }
 
+    /// `s.hb_missed_cnt = 0` on a receive. Written only when it is not 0
+    /// already: every IO completion comes here, and the line is read by
+    /// every submission.
+    fn reset_hb_missed(&self) {
+        if self.hb_missed_cnt.load(Ordering::Relaxed) != 0 {
+            self.hb_missed_cnt.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Records a heartbeat's round trip (`s.hb_cur_latency`), which
     /// min-latency picks by.
     pub(crate) fn set_hb_cur_latency(&self, ns: i64) {
@@ -932,7 +941,7 @@ impl Con {
         let new_rkey = path.new_rkey.load(Ordering::Acquire);
         match wc.opcode {
             bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => {
-                path.hb_missed_cnt.store(0, Ordering::Relaxed);
+                path.reset_hb_missed();
                 let g = RcuGuard::new();
                 let io = path.io(&g);
                 let qd = io.map_or(0, IoCtx::queue_depth);
@@ -1004,7 +1013,7 @@ impl Con {
             }
             bindings::ib_wc_opcode_IB_WC_RECV => {
                 // Key invalidations from the server, or RKEY_RSP.
-                path.hb_missed_cnt.store(0, Ordering::Relaxed);
+                path.reset_hb_missed();
                 if new_rkey {
                     let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
                     if wc.wc_flags & inval != 0 {
