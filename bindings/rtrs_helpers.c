@@ -201,9 +201,11 @@ void rtrs_rs_waitq_wait(struct wait_queue_head *wq, bool (*cond)(void *ctx),
 	finish_wait(wq, &wait);
 }
 
+/* After an atomic read-modify-write that freed what the waiters wait for. */
 void rtrs_rs_waitq_wake(struct wait_queue_head *wq)
 {
-	if (wq_has_sleeper(wq))
+	smp_mb__after_atomic();
+	if (waitqueue_active(wq))
 		wake_up(wq);
 }
 

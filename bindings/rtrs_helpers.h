@@ -88,7 +88,8 @@ void rtrs_rs_waitq_free(struct wait_queue_head *wq);
 /* Sleeps (TASK_UNINTERRUPTIBLE, io_schedule) until cond(ctx) is true. */
 void rtrs_rs_waitq_wait(struct wait_queue_head *wq, bool (*cond)(void *ctx),
 			void *ctx);
-/* wake_up() if someone sleeps (with the barrier of wq_has_sleeper). */
+/* wake_up() if someone sleeps; call it right after the atomic read-modify-write
+ * that made the condition true (smp_mb__after_atomic orders the two). */
 void rtrs_rs_waitq_wake(struct wait_queue_head *wq);
 
 /* Per-CPU areas and possible CPUs (macros). */

@@ -10,7 +10,7 @@
 //! QP's context) that outlives its cm id and QP (see `conns::ConSlot`).
 
 use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU8, Ordering,
+    AtomicBool, AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering,
 };
 
 use kernel::error::Error;
@@ -253,7 +253,8 @@ pub(crate) struct PathShared {
     new_rkey: AtomicBool,
     /// `s.hb_missed_cnt`, reset by every receive.
     pub(crate) hb_missed_cnt: AtomicU32,
-    /// `s.hb_cur_latency` in ns, set by heartbeat acks.
+    /// `s.hb_cur_latency` in ns, set by heartbeat acks
+    /// (`set_hb_cur_latency`).
     pub(crate) hb_cur_latency_ns: AtomicI64,
     /// `s.hb_last_sent` in ns (ktime_get).
     pub(crate) hb_last_sent_ns: AtomicI64,
@@ -281,6 +282,8 @@ pub(crate) struct PathShared {
     pub(crate) link: PathLink,
     /// The sysfs directory's name, fixed when the path first connected.
     dir_name: OnceBox<PathName>,
+    /// The session's, bumped when the state or `hb_cur_latency_ns` changes.
+    policy_gen: Arc<PolicyGen>,
 }
 
 // SAFETY: `dst_addr` and `src_addr` are plain data never written after
@@ -302,6 +305,27 @@ pub(crate) struct PathArgs<'a> {
     pub(crate) nr_poll_queues: u32,
     /// The heartbeat's period and misses allowed (module parameters).
     pub(crate) hb: HbParams,
+    /// The session's [`PolicyGen`].
+    pub(crate) policy_gen: &'a Arc<PolicyGen>,
+}
+
+/// A session's count of changes to what min-latency picks by: a path's
+/// state or heartbeat latency, and the path list. IO caches its pick with
+/// the count read before the scan, and scans again once it moved.
+#[derive(Default)]
+pub(crate) struct PolicyGen(AtomicU64);
+
+impl PolicyGen {
+    /// After a change. Release: whoever reads the new count sees the change.
+    pub(crate) fn bump(&self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+
+    /// Before a scan. Acquire: the scan sees every change counted, so a
+    /// pick never carries a count newer than what it saw.
+    pub(crate) fn read(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 /// What a connection asks of the path that owns it, from CQ and CM
@@ -357,6 +381,7 @@ impl PathShared {
                 inner <- new_mutex!(PathInner::default(), "rtrs_rs_path_inner"),
                 link <- PathLink::new(),
                 dir_name: OnceBox::empty(),
+                policy_gen: a.policy_gen.clone(),
             }? Error),
             GFP_KERNEL,
         )
@@ -406,6 +431,7 @@ impl PathShared {
                 .compare_exchange(old, s as u8, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
+                    self.policy_gen.bump();
                     self.state_changed.complete();
                     if trace::on(trace::Kind::StateChange) {
                         trace::emit(&trace::Event::StateChange {
@@ -420,6 +446,22 @@ impl PathShared {
                 Err(cur) => old = cur,
             }
         }
+    }
+
+    /// `s.hb_missed_cnt = 0` on a receive. Written only when it is not 0
+    /// already: every IO completion comes here, and the line is read by
+    /// every submission.
+    fn reset_hb_missed(&self) {
+        if self.hb_missed_cnt.load(Ordering::Relaxed) != 0 {
+            self.hb_missed_cnt.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Records a heartbeat's round trip (`s.hb_cur_latency`), which
+    /// min-latency picks by.
+    pub(crate) fn set_hb_cur_latency(&self, ns: i64) {
+        self.hb_cur_latency_ns.store(ns, Ordering::Relaxed);
+        self.policy_gen.bump();
     }
 
     /// `rtrs_clt_change_state`: moves to `new` if the table allows it.
@@ -899,7 +941,7 @@ impl Con {
         let new_rkey = path.new_rkey.load(Ordering::Acquire);
         match wc.opcode {
             bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => {
-                path.hb_missed_cnt.store(0, Ordering::Relaxed);
+                path.reset_hb_missed();
                 let g = RcuGuard::new();
                 let io = path.io(&g);
                 let qd = io.map_or(0, IoCtx::queue_depth);
@@ -934,8 +976,7 @@ impl Con {
                         } else {
                             let now = crate::misc::ktime_get_ns();
                             let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
-                            path.hb_cur_latency_ns
-                                .store(path_state::hb_cur_latency(now, sent), Ordering::Relaxed);
+                            path.set_hb_cur_latency(path_state::hb_cur_latency(now, sent));
                         }
                         if new_rkey {
                             self.recv_done(iu);
@@ -972,7 +1013,7 @@ impl Con {
             }
             bindings::ib_wc_opcode_IB_WC_RECV => {
                 // Key invalidations from the server, or RKEY_RSP.
-                path.hb_missed_cnt.store(0, Ordering::Relaxed);
+                path.reset_hb_missed();
                 if new_rkey {
                     let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
                     if wc.wc_flags & inval != 0 {

@@ -707,7 +707,7 @@ impl<C: IoCon> IoCtx<C> {
                 stats.dec_inflight();
             }
             req.need_inval.store(false, Ordering::Relaxed);
-            let usr = own.iu.buf().get(..io.usr_len).unwrap_or(&[]);
+            let usr = own.iu.data_for_cpu().get(..io.usr_len).unwrap_or(&[]);
             let fr = ReqDesc {
                 read: io.read,
                 usr: UsrHdr::Bytes(usr),

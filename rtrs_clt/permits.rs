@@ -123,6 +123,7 @@ impl Permits {
         self.permit_ptr(idx)
     }
 
+    /// Wakes the waiters for a permit; right after the bitmap's atomic put.
     fn wake(&self) {
         // SAFETY: By the type invariant `wq` is initialised.
         unsafe { bindings::rtrs_rs_waitq_wake(self.wq.as_ptr()) };

@@ -9,7 +9,7 @@
 
 use core::cell::Cell;
 use core::pin::Pin;
-use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 use kernel::ffi::{c_int, c_void};
 use kernel::fmt;
@@ -21,7 +21,7 @@ use kernel::sync::{Arc, LockedBy, Mutex};
 use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr};
 use crate::addr::from_rtrs_sockaddr;
 use crate::bindings;
-use crate::clt::{PathArgs, PathLink, PathShared, RtrsCltState};
+use crate::clt::{PathArgs, PathLink, PathShared, PolicyGen, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize};
 use crate::io::{ReqDesc, UserReq};
 use crate::kobj::{PathKobj, SessDev};
@@ -36,11 +36,12 @@ use crate::rtrs_core::path_state::{
 };
 use crate::rtrs_core::permit::rtrs_permit_to_clt_con;
 use crate::rtrs_core::policy::{
-    counts_inflight, failover_req, MpPolicy, Offer, PathView, PathViews,
+    counts_inflight, failover_req, pack_hint, unpack_hint, LatencyHint, MpPolicy, Offer, PathView,
+    PathViews, HINT_NONE,
 };
 use crate::rtrs_core::proto::{check_io_hdr, RtrsCltLimits, MAX_PATHS_NUM, NAME_MAX};
 use crate::rtrs_core::sysfs_fmt;
-use crate::sync::{OnceBox, RcuArray, RcuBox, RcuGuard};
+use crate::sync::{OnceBox, RcuArray, RcuArrayGuard, RcuBox, RcuGuard};
 use crate::trace;
 use crate::verbs::{DevPool, SgList};
 use crate::wq::Workqueue;
@@ -187,6 +188,11 @@ pub(crate) struct Sess {
     /// Round-robin cursor per CPU id (`pcpu_path`): the index of the last
     /// path used from that CPU, `usize::MAX` for none.
     rr_cursor: KVec<AtomicUsize>,
+    /// Bumped by the paths and by changes to the list.
+    policy_gen: Arc<PolicyGen>,
+    /// Min-latency's cached pick (`policy::pack_hint`): the path its last
+    /// full scan chose, with `policy_gen` as read before that scan.
+    lat_hint: AtomicU64,
     /// The sysfs device; deleted by `close`, destroyed with the session.
     dev: SessDev,
 }
@@ -257,6 +263,8 @@ impl Sess {
                 mp_policy: AtomicI32::new(MpPolicy::MinInflight.as_raw()),
                 max_reconnect_attempts: AtomicI32::new(i32::from(max_reconnect_attempts)),
                 rr_cursor,
+                policy_gen: Arc::new(PolicyGen::default(), GFP_KERNEL)?,
+                lat_hint: AtomicU64::new(HINT_NONE),
             },
             GFP_KERNEL,
         )?;
@@ -304,6 +312,7 @@ impl Sess {
                 for_new_clt: i == 0,
                 nr_poll_queues,
                 hb: g.hb,
+                policy_gen: &self.policy_gen,
             };
             let sp = PathHandle::new(&args, &g.wq, self.clone(), self.reconnect_delay_sec)?;
             sp.get().init_path()?;
@@ -318,6 +327,7 @@ impl Sess {
             )?;
             // Cannot fail: open takes at most MAX_PATHS_NUM paths.
             let _ = self.paths.lock().push(e);
+            self.policy_gen.bump();
             clt.merge(&info);
         }
         let limits = KBox::new(
@@ -355,6 +365,7 @@ impl Sess {
             *closing = true;
             closing.take_all()
         };
+        self.policy_gen.bump();
         Self::close_paths(&mut entries, self.paths.writer());
     }
 
@@ -447,6 +458,7 @@ impl Sess {
                 for_new_clt: self.paths.len() == 0,
                 nr_poll_queues: 0,
                 hb: g.hb,
+                policy_gen: &self.policy_gen,
             };
             let sp = PathHandle::new(&args, &g.wq, self.clone(), self.reconnect_delay_sec)?;
             let e = Arc::new(
@@ -457,7 +469,10 @@ impl Sess {
                 GFP_KERNEL,
             )?;
             match closing.push(e.clone()) {
-                Ok(()) => e,
+                Ok(()) => {
+                    self.policy_gen.bump();
+                    e
+                }
                 Err(e) => {
                     // C sends it on and the server refuses it with
                     // ECONNRESET; the list here holds MAX_PATHS_NUM.
@@ -481,11 +496,7 @@ impl Sess {
             Ok(())
         });
         if let Err(err) = res {
-            let removed = {
-                let mut closing = self.paths.lock();
-                let r = closing.remove(|x| core::ptr::eq(x, e));
-                r.map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
-            };
+            let removed = self.unlist(&mut self.paths.lock(), e);
             if let Some((i, kobj, e)) = removed {
                 self.rr_cursor_on_remove(i);
                 e.sp.get().close_conns(true);
@@ -527,8 +538,7 @@ impl Sess {
             if *closing {
                 None
             } else {
-                let r = closing.remove(|e| core::ptr::eq(e, &*entry));
-                r.map(|(i, e)| (i, e.kobj.access_mut(&mut closing).take(), e))
+                self.unlist(&mut closing, &entry)
             }
         };
         if let Some((i, kobj, e)) = removed {
@@ -540,6 +550,22 @@ impl Sess {
         }
         drop(entry);
         Ok(())
+    }
+
+    /// `rtrs_clt_remove_path_from_arr`: unlists `e`; returns its former
+    /// index, its directory and the list's reference. Later paths move down
+    /// one index, so the generation is bumped before and after: a cached
+    /// pick made meanwhile may name a neighbour for that long (it is still
+    /// re-checked CONNECTED).
+    fn unlist(
+        &self,
+        closing: &mut RcuArrayGuard<'_, PathEntry, bool>,
+        e: &PathEntry,
+    ) -> Option<(usize, Option<PathKobj>, Arc<PathEntry>)> {
+        self.policy_gen.bump();
+        let r = closing.remove(|x| core::ptr::eq(x, e));
+        self.policy_gen.bump();
+        r.map(|(i, e)| (i, e.kobj.access_mut(closing).take(), e))
     }
 
     /// Keeps each CPU's round-robin cursor on the same path after the one
@@ -608,6 +634,15 @@ impl Sess {
     fn issue(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
         let sg_cnt = usize::try_from(r.sg_nents).unwrap_or(usize::MAX);
         let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
+        // Min-latency's keys change on heartbeats and state changes only,
+        // so its first pick is cached across requests; the other policies'
+        // keys change per request (inflight, service time) or per CPU (the
+        // round-robin cursor), so they scan. The generation is read before
+        // the scan; the hint word is Relaxed, as its pick is re-checked
+        // CONNECTED below and the generation in it rejects an old one.
+        let gen = (policy == MpPolicy::MinLatency).then(|| self.policy_gen.read());
+        let cached = gen.and_then(|g| unpack_hint(self.lat_hint.load(Ordering::Relaxed), g));
+        let mut hint = LatencyHint::new(cached);
         let guard = RcuGuard::new();
         // The policies read the live list, one path at a time, as C does.
         let views = LiveViews {
@@ -626,7 +661,7 @@ impl Sess {
         });
         let counted = counts_inflight(policy);
         let sample_svc = policy == MpPolicy::ServiceTime;
-        let out = failover_req(policy, &views, n, &mut cursor, |i| {
+        let out = failover_req(policy, &views, n, &mut cursor, &mut hint, |i| {
             let Some(e) = self.paths.get(i, &guard) else {
                 return Offer::Skipped;
             };
@@ -661,6 +696,9 @@ impl Sess {
         drop(guard);
         if let Some(c) = slot {
             c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
+        }
+        if let (Some(g), Some(i)) = (gen, hint.scanned) {
+            self.lat_hint.store(pack_hint(g, i), Ordering::Relaxed);
         }
         if let (Some(from), Err(e)) = (failover, out) {
             self.trace_failover(from, b"", e);

@@ -741,17 +741,23 @@ pub(crate) trait IuDone {
 /// `struct rtrs_iu`: a kmalloc'ed buffer, DMA-mapped for `dir`, and the
 /// `ib_cqe` whose `done` calls `D::done`.
 ///
+/// A path has thousands of receive IUs (C's `rtrs_iu_alloc` counts), each
+/// boxed: `Iu<Ring<_>>` is 64 bytes, one kmalloc-64 object (see the
+/// assertion below), so the buffer is held by its pointer, not a `KVec`.
+///
 /// # Invariants
 ///
-/// `buf` (of `size` bytes) is mapped at `dma_addr` on `dev` for `dir` until
-/// `drop`; `cqe.done` is `first_cqe_done::<Self>`; `cqe` is the first field, so a
+/// `buf` is the zeroed `size`-byte buffer of a `KVec<u8>` of capacity
+/// `size` (from `KVec::into_raw_parts`), owned by this value and freed in
+/// `drop`; it is mapped at `dma_addr` on `dev` for `dir` until `drop`;
+/// `cqe.done` is `first_cqe_done::<Self>`; `cqe` is the first field, so a
 /// `wr_cqe` pointer to it is a pointer to the `Iu`.
 #[repr(C)]
 pub(crate) struct Iu<D: IuDone> {
     cqe: Opaque<bindings::ib_cqe>,
-    buf: KVec<u8>,
-    dma_addr: u64,
+    buf: NonNull<u8>,
     size: usize,
+    dma_addr: u64,
     dir: bindings::dma_data_direction,
     dev: *mut bindings::ib_device,
     state: D::State,
@@ -794,6 +800,10 @@ impl<D: IuDone> Iu<D> {
         state: D::State,
     ) -> Result<Pin<KBox<Self>>> {
         let mut buf = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+        // (An empty vector reserves exactly what `from_elem` asks for.)
+        if buf.capacity() != size {
+            return Err(EINVAL);
+        }
         let mut dma_addr = 0u64;
         // SAFETY: `buf` is `size` bytes of kmalloc memory that stays put until
         // unmapped in `drop`; the device is registered (`dev`); `dma_addr`
@@ -807,13 +817,15 @@ impl<D: IuDone> Iu<D> {
                 &mut dma_addr,
             )
         })?;
+        let (ptr, _, _) = buf.into_raw_parts();
         let iu = Iu {
             cqe: Opaque::new(bindings::ib_cqe {
                 done: Some(first_cqe_done::<Self>),
             }),
-            buf,
-            dma_addr,
+            // A vector's pointer is never null (dangling when empty).
+            buf: NonNull::new(ptr).ok_or(EINVAL)?,
             size,
+            dma_addr,
             dir,
             dev: dev.ib_dev(),
             state,
@@ -823,19 +835,21 @@ impl<D: IuDone> Iu<D> {
         Ok(KBox::pin(iu, GFP_KERNEL)?)
     }
 
-    /// The buffer, for the CPU, after a receive completed into it
-    /// (`ib_dma_sync_single_for_cpu` first).
+    /// The buffer, for the CPU (`ib_dma_sync_single_for_cpu` first): after
+    /// a receive completed into it, or a send buffer once its send is done.
     pub(crate) fn data_for_cpu(&self) -> &[u8] {
-        // SAFETY: By the type invariant the buffer is mapped on `dev`.
+        // SAFETY: By the type invariant the buffer is mapped on `dev`, and
+        // `buf` is `size` initialised bytes this value owns, which change
+        // only through `&mut self` (or the device, before this sync).
         unsafe {
             bindings::rtrs_rs_ib_dma_sync_single_for_cpu(
                 self.dev,
                 self.dma_addr,
                 self.size,
                 self.dir,
-            )
-        };
-        &self.buf
+            );
+            core::slice::from_raw_parts(self.buf.as_ptr(), self.size)
+        }
     }
 
     /// Fills the buffer with `f` and hands it back to the device
@@ -895,22 +909,25 @@ impl<D: IuDone> Iu<D> {
     /// The buffer, writable (no DMA sync: see `sync_for_device_len`). The
     /// IU must not be posted.
     pub(crate) fn buf_mut(self: Pin<&mut Self>) -> &mut [u8] {
-        // SAFETY: Only `buf`'s contents change; nothing is moved out.
-        unsafe { &mut self.get_unchecked_mut().buf }
-    }
-
-    /// The buffer as the CPU last wrote it (no DMA sync).
-    pub(crate) fn buf(&self) -> &[u8] {
-        &self.buf
+        // SAFETY: By the type invariant `buf` is `size` initialised bytes
+        // this value owns; `&mut self` makes this borrow the only one.
+        unsafe { core::slice::from_raw_parts_mut(self.buf.as_ptr(), self.size) }
     }
 }
 
 impl<D: IuDone> Drop for Iu<D> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant the mapping is live and this is its
-        // only unmap; no posted request still uses it (owner's order: drained).
+        // only unmap, and `buf` is the raw parts of a `KVec` of length and
+        // capacity `size`, freed here once, after the unmap; no posted
+        // request still uses it (owner's order: drained).
         unsafe {
-            bindings::rtrs_rs_ib_dma_unmap_single(self.dev, self.dma_addr, self.size, self.dir)
+            bindings::rtrs_rs_ib_dma_unmap_single(self.dev, self.dma_addr, self.size, self.dir);
+            drop(KVec::from_raw_parts(
+                self.buf.as_ptr(),
+                self.size,
+                self.size,
+            ));
         };
     }
 }
@@ -1293,6 +1310,17 @@ pub(crate) trait RingDone: Sized + 'static {
 
 /// The `IuDone` of a ring buffer: its completion hands `D` a [`RingIu`].
 struct Ring<D>(PhantomData<D>);
+
+// A path has thousands of ring buffers (`Iu`): each is one kmalloc-64
+// object, whatever `D` (the size does not depend on it).
+const _: () = {
+    struct Probe;
+    impl RingDone for Probe {
+        type Ctx = ();
+        fn done(&(): &(), _: Option<RingIu<'_, Self>>, _: &bindings::ib_wc) {}
+    }
+    assert!(core::mem::size_of::<Iu<Ring<Probe>>>() <= 64);
+};
 
 /// A ring buffer's own state.
 ///

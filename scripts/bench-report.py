@@ -350,6 +350,21 @@ def main():
                 fmt(cc.get("cpu_us_per_io"), 1), fmt(rc.get("cpu_us_per_io"), 1)))
         md.append("")
 
+    # --- selection cost on the host -------------------------------------------
+    try:
+        sel = open(os.path.join(os.path.dirname(src.rstrip("/")), "..", "select_cost.txt")).read()
+    except OSError:
+        sel = ""
+    if sel.strip():
+        res["select_cost_host"] = sel
+        md.append("Selection cost per request on the host (`rtrs_core/examples/select_cost.rs`, the "
+                  "policy code the module runs, each path's fields on their own cache line):")
+        md.append("")
+        md.append("```")
+        md.append(sel.rstrip())
+        md.append("```")
+        md.append("")
+
     # --- stall --------------------------------------------------------------
     st = {}
     for r in runs:

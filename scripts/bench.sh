@@ -24,6 +24,9 @@ make -s -C "$BUILD" KDIR="$KDIR" modules
 OUTDIR=${BENCH_DIR:-$REPO/bench-out/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUTDIR"
 echo "bench: results in $OUTDIR"
+# The policies' selection cost by path count, on the host, before the VM
+# takes the CPUs (rtrs_core/examples/select_cost.rs).
+(cd rtrs_core && cargo run -q --release --example select_cost) > "$OUTDIR/select_cost.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
 	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} \

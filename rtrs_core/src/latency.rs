@@ -69,7 +69,8 @@ pub const SVC_DECAY_NS: u64 = 1_000_000_000;
 /// 0 means no sample yet (the path is then preferred, so it gets one).
 pub const fn svc_effective_ns(ewma_ns: u64, last_ns: i64, now_ns: i64) -> u64 {
     let age = now_ns.saturating_sub(last_ns);
-    if age <= 0 {
+    // (Most paths completed a request within the period: no division.)
+    if age < SVC_DECAY_NS as i64 {
         return ewma_ns;
     }
     let halvings = age as u64 / SVC_DECAY_NS;

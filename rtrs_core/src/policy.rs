@@ -8,12 +8,14 @@
 //! Nothing here allocates. Only the first `MAX_PATHS_NUM` entries are ever
 //! looked at (C never has more paths).
 //!
-//! Differences from C, both invisible in a consistent snapshot:
+//! Differences from C, all invisible in a consistent snapshot:
 //! - the per-request skip set is a local bitmap ([`PathSkipSet`]) instead of
 //!   per-CPU `mp_skip_entry` list heads, as the digest (§6.5) recommends;
 //! - [`PathIt::next_connected`] never hands the same path out twice for one
 //!   request, even for round-robin when `paths_num` exceeds the list length
-//!   (C could then retry a path).
+//!   (C could then retry a path);
+//! - min-latency's first pick may be the one cached from an earlier full
+//!   scan ([`LatencyHint`]), valid while nothing it depends on changed.
 
 use super::latency::svc_time_score;
 use super::path_state::RtrsCltState;
@@ -167,7 +169,6 @@ impl PathSkipSet {
             .fold(0usize, |n, w| n.saturating_add(w.count_ones() as usize))
     }
 
-    #[cfg(test)]
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.bits.iter().all(|w| *w == 0)
@@ -309,6 +310,83 @@ pub fn get_next_path_min_latency<P: PathViews + ?Sized>(
     pick_min(paths, skip, i64::MAX, |p| p.cur_latency_ns)
 }
 
+/// Bits of a packed hint word ([`pack_hint`]) that hold the path index
+/// plus one (0: no hint); the generation takes the rest.
+const HINT_IDX_BITS: u32 = 8;
+const HINT_IDX_MASK: u64 = (1 << HINT_IDX_BITS) - 1;
+const _: () = assert!(MAX_PATHS as u64 <= HINT_IDX_MASK);
+
+/// A hint word that names no path, at any generation.
+pub const HINT_NONE: u64 = 0;
+
+/// One word for the cached min-latency pick: path `idx` as scanned at
+/// generation `gen` (read before the scan). [`HINT_NONE`] for an index no
+/// policy looks at. The generation only grows, so a word from an older
+/// scan never matches a newer one (it is kept modulo 2^56).
+pub fn pack_hint(gen: u64, idx: usize) -> u64 {
+    match u64::try_from(idx) {
+        Ok(i) if idx < MAX_PATHS => (gen << HINT_IDX_BITS) | i.saturating_add(1),
+        _ => HINT_NONE,
+    }
+}
+
+/// The path of a hint word if it was scanned at generation `gen`.
+pub fn unpack_hint(word: u64, gen: u64) -> Option<usize> {
+    let idx = (word & HINT_IDX_MASK).checked_sub(1)?;
+    let same = word >> HINT_IDX_BITS == gen & (u64::MAX >> HINT_IDX_BITS);
+    usize::try_from(idx).ok().filter(|_| same)
+}
+
+/// The min-latency pick cached across requests. A path's key (its
+/// heartbeat latency) and state change rarely, so the full scan's pick
+/// holds until one of them, or the list, changes; the caller tracks that
+/// with a generation (see [`pack_hint`]). The other policies' keys change
+/// with every request or CPU, so they always scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LatencyHint {
+    /// In: the pick of a full scan at the current generation, if known.
+    pub cached: Option<usize>,
+    /// Out: the pick of a full scan made for the first pick, to cache.
+    pub scanned: Option<usize>,
+}
+
+impl LatencyHint {
+    /// A hint with the cached pick `cached`.
+    pub const fn new(cached: Option<usize>) -> Self {
+        Self {
+            cached,
+            scanned: None,
+        }
+    }
+}
+
+/// [`get_next_path_min_latency`] that first tries `hint.cached` (taken by
+/// the first call): it is the pick if it is in the list, CONNECTED and not
+/// in `skip`. Otherwise the full scan runs; with `skip` empty, its pick goes
+/// to `hint.scanned`. From a scan at the current generation, the hint is
+/// the scan's own pick, so the order is C's either way.
+pub fn get_next_path_min_latency_hinted<P: PathViews + ?Sized>(
+    paths: &P,
+    skip: &mut PathSkipSet,
+    hint: &mut LatencyHint,
+) -> Option<usize> {
+    if let Some(h) = hint.cached.take() {
+        let ok = h < visible(paths)
+            && !skip.contains(h)
+            && paths.view(h).is_some_and(|v| v.is_connected());
+        if ok {
+            skip.insert(h);
+            return Some(h);
+        }
+    }
+    let full = skip.is_empty();
+    let p = get_next_path_min_latency(paths, skip);
+    if full {
+        hint.scanned = p;
+    }
+    p
+}
+
 /// The `service-time` policy: as [`get_next_path_min_inflight`], keyed by
 /// [`svc_time_score`] (ties: earliest in the list). Paths without a sample
 /// yet score 0 and are tried first.
@@ -329,6 +407,7 @@ pub struct PathIt {
     i: usize,
     skip: PathSkipSet,
     policy: MpPolicy,
+    hint: LatencyHint,
     started: bool,
     done: bool,
 }
@@ -340,9 +419,23 @@ impl PathIt {
             i: 0,
             skip: PathSkipSet::new(),
             policy,
+            hint: LatencyHint::new(None),
             started: false,
             done: false,
         }
+    }
+
+    /// The walk with min-latency's cached pick `cached` (unused by the
+    /// other policies).
+    pub const fn with_hint(mut self, cached: Option<usize>) -> Self {
+        self.hint = LatencyHint::new(cached);
+        self
+    }
+
+    /// The pick of the full min-latency scan this walk made for its first
+    /// pick, if it made one.
+    pub const fn scanned(&self) -> Option<usize> {
+        self.hint.scanned
     }
 
     #[cfg(test)]
@@ -375,7 +468,9 @@ impl PathIt {
         match self.policy {
             MpPolicy::Rr => get_next_path_rr(rr_cursor, paths),
             MpPolicy::MinInflight => get_next_path_min_inflight(paths, &mut self.skip),
-            MpPolicy::MinLatency => get_next_path_min_latency(paths, &mut self.skip),
+            MpPolicy::MinLatency => {
+                get_next_path_min_latency_hinted(paths, &mut self.skip, &mut self.hint)
+            }
             MpPolicy::ServiceTime => get_next_path_service_time(paths, &mut self.skip),
         }
     }
@@ -445,25 +540,31 @@ pub enum Offer {
 ///
 /// Returns the path that took it, or the last error: that of an
 /// [`Offer::Abort`], else of the last [`Offer::Failed`], else
-/// `-ECONNABORTED` (no path tried it).
+/// `-ECONNABORTED` (no path tried it). `hint` is min-latency's cached pick
+/// in, and its new one out (see [`get_next_path_min_latency_hinted`]).
 pub fn failover_req<P: PathViews + ?Sized>(
     policy: MpPolicy,
     paths: &P,
     paths_num: usize,
     rr_cursor: &mut Option<usize>,
+    hint: &mut LatencyHint,
     mut offer: impl FnMut(usize) -> Offer,
 ) -> Result<usize, i32> {
-    let mut it = PathIt::new(policy);
+    let mut it = PathIt::new(policy).with_hint(hint.cached);
     let mut err = -ECONNABORTED;
-    while let Some(p) = it.next_connected(paths, paths_num, rr_cursor) {
+    let out = loop {
+        let Some(p) = it.next_connected(paths, paths_num, rr_cursor) else {
+            break Err(err);
+        };
         match offer(p) {
-            Offer::Posted => return Ok(p),
+            Offer::Posted => break Ok(p),
             Offer::Skipped => {}
             Offer::Failed(e) => err = e,
-            Offer::Abort(e) => return Err(e),
+            Offer::Abort(e) => break Err(e),
         }
-    }
-    Err(err)
+    };
+    hint.scanned = it.scanned();
+    out
 }
 
 /// Whether a request counts in its path's `stats->inflight`: it does if the
@@ -747,6 +848,166 @@ mod tests {
     }
 
     #[test]
+    fn hint_words() {
+        for gen in [0, 1, 7, u64::MAX >> 8, u64::MAX] {
+            for i in [0, 1, MAX_PATHS - 1] {
+                let w = pack_hint(gen, i);
+                assert_eq!(unpack_hint(w, gen), Some(i));
+                assert_eq!(unpack_hint(w, gen.wrapping_add(1)), None);
+                assert_eq!(unpack_hint(w, gen.wrapping_sub(1)), None);
+            }
+            assert_eq!(unpack_hint(HINT_NONE, gen), None);
+            assert_eq!(pack_hint(gen, MAX_PATHS), HINT_NONE);
+            assert_eq!(pack_hint(gen, usize::MAX), HINT_NONE);
+        }
+    }
+
+    /// Counts the entries a policy reads.
+    struct Counted<'a>(&'a [PathView], core::cell::Cell<usize>);
+
+    impl PathViews for Counted<'_> {
+        fn paths_num(&self) -> usize {
+            self.0.len()
+        }
+        fn view(&self, i: usize) -> Option<PathView> {
+            self.1.set(self.1.get() + 1);
+            self.0.get(i).copied()
+        }
+    }
+
+    #[test]
+    fn latency_hint_used_only_when_valid() {
+        let paths = [up(0, 300), up(0, 100), st(Reconnecting), up(0, 200)];
+        let pick = |hint: Option<usize>, skip: &[usize]| {
+            let src = Counted(&paths, core::cell::Cell::new(0));
+            let mut set = PathSkipSet::new();
+            skip.iter().for_each(|&i| _ = set.insert(i));
+            let mut h = LatencyHint::new(hint);
+            let p = get_next_path_min_latency_hinted(&src, &mut set, &mut h);
+            if let Some(p) = p {
+                assert!(set.contains(p));
+            }
+            assert_eq!(h.cached, None, "taken");
+            (p, h.scanned, src.1.get())
+        };
+        // A valid hint is the pick, from one read, even when not the
+        // minimum (the caller's generation vouches for it).
+        assert_eq!(pick(Some(0), &[]), (Some(0), None, 1));
+        assert_eq!(pick(Some(3), &[1]), (Some(3), None, 1));
+        // Otherwise the full scan, cached only when nothing was skipped.
+        for bad in [None, Some(2), Some(4), Some(MAX_PATHS), Some(usize::MAX)] {
+            let (p, scanned, _) = pick(bad, &[]);
+            assert_eq!((p, scanned), (Some(1), Some(1)), "{bad:?}");
+            let (p, scanned, _) = pick(bad, &[1]);
+            assert_eq!((p, scanned), (Some(3), None), "{bad:?}");
+        }
+        // A hint the request tried already is no hint.
+        let (p, scanned, _) = pick(Some(0), &[0]);
+        assert_eq!((p, scanned), (Some(1), None));
+        // An entry that reads None (a removal in progress) is no hint.
+        let src = Holey(vec![Some(up(0, 9)), None, Some(up(0, 5))]);
+        let mut h = LatencyHint::new(Some(1));
+        let mut skip = PathSkipSet::new();
+        assert_eq!(
+            get_next_path_min_latency_hinted(&src, &mut skip, &mut h),
+            Some(2)
+        );
+        assert_eq!(h.scanned, Some(2));
+    }
+
+    #[test]
+    fn latency_hint_keeps_c_failover_order() {
+        let paths = [up(3, 30), st(Reconnecting), up(1, 50), up(2, 10)];
+        let order = |cached| {
+            let mut tries = Vec::new();
+            let mut h = LatencyHint::new(cached);
+            let r = failover_req(MpPolicy::MinLatency, &paths, 4, &mut None, &mut h, |p| {
+                tries.push(p);
+                Offer::Failed(-5)
+            });
+            assert_eq!(r, Err(-5));
+            (tries, h.scanned)
+        };
+        // The scan's own pick as hint: C's order, and nothing new to cache.
+        assert_eq!(order(Some(3)), (vec![3, 0, 2], None));
+        // No hint, or one for a path now down: C's order, and the first
+        // scan's pick to cache.
+        assert_eq!(order(None), (vec![3, 0, 2], Some(3)));
+        assert_eq!(order(Some(1)), (vec![3, 0, 2], Some(3)));
+        // A first pick that posts still reports the scan.
+        let mut h = LatencyHint::default();
+        let r = failover_req(MpPolicy::MinLatency, &paths, 4, &mut None, &mut h, |_| {
+            Offer::Posted
+        });
+        assert_eq!((r, h.scanned), (Ok(3), Some(3)));
+        // The other policies neither use nor make a hint.
+        for policy in [MpPolicy::Rr, MpPolicy::MinInflight, MpPolicy::ServiceTime] {
+            let mut h = LatencyHint::new(Some(1));
+            let want = walk(policy, &paths, 4, &mut None);
+            let mut got = Vec::new();
+            let _ = failover_req(policy, &paths, 4, &mut None, &mut h, |p| {
+                got.push(p);
+                Offer::Failed(-5)
+            });
+            assert_eq!((got, h.scanned), (want, None), "{policy:?}");
+        }
+    }
+
+    /// The module's cache on a model session: a generation bumped after
+    /// every latency, state or list change; the hint word packed with the
+    /// generation read before the scan, sometimes stored only after a
+    /// change (a scan racing it). Every request walks the paths in the full
+    /// scans' order, and few requests scan.
+    #[test]
+    fn latency_hint_follows_generation() {
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        let lat = |rng: &mut Rng| rng.index(4) as i64 * 100;
+        let mut paths = vec![up(0, 0); 3];
+        let (mut gen, mut word) = (0u64, HINT_NONE);
+        let (mut ios, mut scans, mut used) = (0u32, 0u32, 0u32);
+        let change = |rng: &mut Rng, paths: &mut Vec<PathView>, gen: &mut u64| {
+            let i = rng.index(paths.len());
+            match rng.index(4) {
+                0 => paths[i].cur_latency_ns = lat(rng),
+                1 => paths[i].state = RtrsCltState::ALL[rng.index(7)],
+                2 if paths.len() < 8 => paths.push(up(0, lat(rng))),
+                _ if paths.len() > 1 => _ = paths.remove(i),
+                _ => paths[i].state = Connected,
+            }
+            *gen += 1;
+        };
+        for _ in 0..50_000 {
+            if rng.index(20) == 0 {
+                change(&mut rng, &mut paths, &mut gen);
+                continue;
+            }
+            ios += 1;
+            let g = gen;
+            let cached = unpack_hint(word, g);
+            let mut h = LatencyHint::new(cached);
+            let mut got = Vec::new();
+            let n = paths.len();
+            let _ = failover_req(MpPolicy::MinLatency, &paths, n, &mut None, &mut h, |p| {
+                got.push(p);
+                Offer::Failed(-5)
+            });
+            let mut skip = PathSkipSet::new();
+            let want: Vec<_> =
+                core::iter::from_fn(|| get_next_path_min_latency(&paths, &mut skip)).collect();
+            assert_eq!(got, want, "gen {g}");
+            used += u32::from(cached.is_some());
+            if let Some(i) = h.scanned {
+                scans += 1;
+                if rng.index(4) == 0 {
+                    change(&mut rng, &mut paths, &mut gen);
+                }
+                word = pack_hint(g, i);
+            }
+        }
+        assert!(scans * 4 < ios && used * 2 > ios, "{ios} {scans} {used}");
+    }
+
+    #[test]
     fn empty_and_all_down_lists() {
         let down = [
             st(Connecting),
@@ -763,7 +1024,14 @@ mod tests {
                     assert!(walk(policy, paths, paths_num, &mut cur).is_empty());
                     let mut cur = Some(usize::MAX);
                     assert_eq!(
-                        failover_req(policy, paths, paths_num, &mut cur, |_| Offer::Posted),
+                        failover_req(
+                            policy,
+                            paths,
+                            paths_num,
+                            &mut cur,
+                            &mut LatencyHint::default(),
+                            |_| Offer::Posted
+                        ),
                         Err(-ECONNABORTED)
                     );
                 }
@@ -824,10 +1092,17 @@ mod tests {
                 Some(rng.index(n + 2))
             };
             let mut seen = vec![0u32; n];
-            let r = failover_req(policy, &paths, n, &mut cur, |p| {
-                seen[p] += 1;
-                Offer::Failed(-(round % 100 + 1))
-            });
+            let r = failover_req(
+                policy,
+                &paths,
+                n,
+                &mut cur,
+                &mut LatencyHint::default(),
+                |p| {
+                    seen[p] += 1;
+                    Offer::Failed(-(round % 100 + 1))
+                },
+            );
             assert!(seen.iter().all(|&c| c <= 1));
             for (i, p) in paths.iter().enumerate() {
                 assert_eq!(seen[i] == 1, p.is_connected(), "{policy:?} {i}");
@@ -847,31 +1122,52 @@ mod tests {
     fn failover_stops_at_first_success_in_policy_order() {
         let paths = [up(3, 30), st(Reconnecting), up(1, 50), up(2, 10)];
         let mut tries = Vec::new();
-        let r = failover_req(MpPolicy::MinInflight, &paths, 4, &mut None, |p| {
-            tries.push(p);
-            if p == 3 {
-                Offer::Posted
-            } else {
-                Offer::Failed(-12)
-            }
-        });
+        let r = failover_req(
+            MpPolicy::MinInflight,
+            &paths,
+            4,
+            &mut None,
+            &mut LatencyHint::default(),
+            |p| {
+                tries.push(p);
+                if p == 3 {
+                    Offer::Posted
+                } else {
+                    Offer::Failed(-12)
+                }
+            },
+        );
         assert_eq!((r, tries.as_slice()), (Ok(3), &[2, 3][..]));
         let mut tries = Vec::new();
-        let r = failover_req(MpPolicy::MinLatency, &paths, 4, &mut None, |p| {
-            tries.push(p);
-            Offer::Failed(-5)
-        });
+        let r = failover_req(
+            MpPolicy::MinLatency,
+            &paths,
+            4,
+            &mut None,
+            &mut LatencyHint::default(),
+            |p| {
+                tries.push(p);
+                Offer::Failed(-5)
+            },
+        );
         assert_eq!((r, tries.as_slice()), (Err(-5), &[3, 0, 2][..]));
         let mut cur = Some(0);
         let mut tries = Vec::new();
-        let r = failover_req(MpPolicy::Rr, &paths, 4, &mut cur, |p| {
-            tries.push(p);
-            if p == 0 {
-                Offer::Posted
-            } else {
-                Offer::Failed(-5)
-            }
-        });
+        let r = failover_req(
+            MpPolicy::Rr,
+            &paths,
+            4,
+            &mut cur,
+            &mut LatencyHint::default(),
+            |p| {
+                tries.push(p);
+                if p == 0 {
+                    Offer::Posted
+                } else {
+                    Offer::Failed(-5)
+                }
+            },
+        );
         assert_eq!((r, tries.as_slice()), (Ok(0), &[2, 3, 0][..]));
         assert_eq!(cur, Some(0));
     }
@@ -881,30 +1177,49 @@ mod tests {
         let paths = [up(0, 10), up(0, 20), up(0, 30)];
         // A skipped path records no error; the next one takes it.
         let mut tries = Vec::new();
-        let r = failover_req(MpPolicy::MinLatency, &paths, 3, &mut None, |p| {
-            tries.push(p);
-            if p == 0 {
-                Offer::Skipped
-            } else {
-                Offer::Posted
-            }
-        });
+        let r = failover_req(
+            MpPolicy::MinLatency,
+            &paths,
+            3,
+            &mut None,
+            &mut LatencyHint::default(),
+            |p| {
+                tries.push(p);
+                if p == 0 {
+                    Offer::Skipped
+                } else {
+                    Offer::Posted
+                }
+            },
+        );
         assert_eq!((r, tries.as_slice()), (Ok(1), &[0, 1][..]));
         // All skipped: -ECONNABORTED, as if none was connected.
-        let r = failover_req(MpPolicy::MinLatency, &paths, 3, &mut None, |_| {
-            Offer::Skipped
-        });
+        let r = failover_req(
+            MpPolicy::MinLatency,
+            &paths,
+            3,
+            &mut None,
+            &mut LatencyHint::default(),
+            |_| Offer::Skipped,
+        );
         assert_eq!(r, Err(-ECONNABORTED));
         // Abort stops the walk at once with its errno.
         let mut tries = Vec::new();
-        let r = failover_req(MpPolicy::MinLatency, &paths, 3, &mut None, |p| {
-            tries.push(p);
-            if p == 0 {
-                Offer::Failed(-5)
-            } else {
-                Offer::Abort(-90)
-            }
-        });
+        let r = failover_req(
+            MpPolicy::MinLatency,
+            &paths,
+            3,
+            &mut None,
+            &mut LatencyHint::default(),
+            |p| {
+                tries.push(p);
+                if p == 0 {
+                    Offer::Failed(-5)
+                } else {
+                    Offer::Abort(-90)
+                }
+            },
+        );
         assert_eq!((r, tries.as_slice()), (Err(-90), &[0, 1][..]));
     }
 
@@ -987,19 +1302,26 @@ mod tests {
                         };
                         let v = view(&states, &inflight, &lat);
                         let fail_mask = rng.next();
-                        let r = failover_req(policy, &v, NPATHS, &mut cur, |p| {
-                            counted[slot] = counts_inflight(policy);
-                            if counted[slot] {
-                                inflight[p] += 1;
-                            }
-                            if fail_mask & (1 << p) != 0 && fail_mask & 0x100 != 0 {
-                                if core::mem::take(&mut counted[slot]) {
-                                    inflight[p] -= 1;
+                        let r = failover_req(
+                            policy,
+                            &v,
+                            NPATHS,
+                            &mut cur,
+                            &mut LatencyHint::default(),
+                            |p| {
+                                counted[slot] = counts_inflight(policy);
+                                if counted[slot] {
+                                    inflight[p] += 1;
                                 }
-                                return Offer::Failed(-5);
-                            }
-                            Offer::Posted
-                        });
+                                if fail_mask & (1 << p) != 0 && fail_mask & 0x100 != 0 {
+                                    if core::mem::take(&mut counted[slot]) {
+                                        inflight[p] -= 1;
+                                    }
+                                    return Offer::Failed(-5);
+                                }
+                                Offer::Posted
+                            },
+                        );
                         if let Ok(p) = r {
                             slot_path[slot] = Some(p);
                         }
@@ -1026,14 +1348,21 @@ mod tests {
                                 }
                                 slot_path[slot] = None;
                                 let v = view(&states, &inflight, &lat);
-                                let r = failover_req(policy, &v, NPATHS, &mut cur, |p| {
-                                    assert_ne!(p, f);
-                                    counted[slot] = counts_inflight(policy);
-                                    if counted[slot] {
-                                        inflight[p] += 1;
-                                    }
-                                    Offer::Posted
-                                });
+                                let r = failover_req(
+                                    policy,
+                                    &v,
+                                    NPATHS,
+                                    &mut cur,
+                                    &mut LatencyHint::default(),
+                                    |p| {
+                                        assert_ne!(p, f);
+                                        counted[slot] = counts_inflight(policy);
+                                        if counted[slot] {
+                                            inflight[p] += 1;
+                                        }
+                                        Offer::Posted
+                                    },
+                                );
                                 if let Ok(p) = r {
                                     slot_path[slot] = Some(p);
                                     failovers += 1;

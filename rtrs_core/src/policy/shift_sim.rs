@@ -14,6 +14,8 @@
 //! posted at `t` on path `p` completes at `t + lat(p, t)`; each path sends
 //! a heartbeat every `HB_NS` (phases apart) whose round trip is the path's
 //! latency when sent, and which sets its `cur_latency` when it returns.
+//! Min-latency's pick is cached as the module caches it: until a
+//! heartbeat answer bumps the generation.
 
 use super::super::latency::{svc_effective_ns, svc_ewma_update};
 use super::super::path_state::hb_cur_latency;
@@ -84,9 +86,15 @@ fn reaction(policy: MpPolicy, hb_phase_ns: i64) -> (i64, f64) {
     let windows = (END_NS / WIN) as usize + 1;
     let mut posted = vec![(0u32, 0u32); windows];
     let mut rr = None;
-    let mut post = |t: i64, paths: &mut [Path; 2], pending: &mut Vec<(i64, usize, i64)>| {
+    let (mut gen, mut hint_word) = (0u64, HINT_NONE);
+    let mut post = |t: i64, gen: u64, paths: &mut [Path; 2], pending: &mut Vec<_>| {
         let views = Views { paths, now: t };
-        let p = failover_req(policy, &views, 2, &mut rr, |_| Offer::Posted).unwrap_or(1);
+        let mut hint = LatencyHint::new(unpack_hint(hint_word, gen));
+        let p = failover_req(policy, &views, 2, &mut rr, &mut hint, |_| Offer::Posted);
+        if let Some(i) = hint.scanned {
+            hint_word = pack_hint(gen, i);
+        }
+        let p = p.unwrap_or(1);
         paths[p].inflight += 1;
         pending.push((t + lat(p, t), p, t));
         let w = &mut posted[(t / WIN) as usize];
@@ -96,7 +104,7 @@ fn reaction(policy: MpPolicy, hb_phase_ns: i64) -> (i64, f64) {
         }
     };
     for _ in 0..QD {
-        post(0, &mut paths, &mut pending);
+        post(0, gen, &mut paths, &mut pending);
     }
     loop {
         // The next event: a completion, or a heartbeat sent or answered.
@@ -126,6 +134,7 @@ fn reaction(policy: MpPolicy, hb_phase_ns: i64) -> (i64, f64) {
             if back {
                 h.cur_latency_ns = hb_cur_latency(t, h.hb_sent_ns);
                 h.hb_sent_ns = 0;
+                gen += 1;
             } else {
                 h.hb_sent_ns = t;
                 h.hb_next_ns = t + HB_NS;
@@ -139,7 +148,7 @@ fn reaction(policy: MpPolicy, hb_phase_ns: i64) -> (i64, f64) {
             path.ewma_ns = svc_ewma_update(path.ewma_ns, path.last_ns, tc, (tc - tp) as u64);
             path.last_ns = tc;
         }
-        post(tc, &mut paths, &mut pending);
+        post(tc, gen, &mut paths, &mut pending);
     }
     // The second before the shift.
     let before: (u32, u32) = posted[(SHIFT_NS / WIN) as usize - 100..(SHIFT_NS / WIN) as usize]
