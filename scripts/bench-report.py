@@ -43,6 +43,17 @@ def fio_json(d, rid):
         return None
 
 
+def run_metrics(d, rid):
+    """fio_metrics of a run's JSON, or None when it is missing or malformed."""
+    j = fio_json(d, rid)
+    if j is None:
+        return None
+    try:
+        return fio_metrics(j)
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
 def fio_err(d, rid):
     p = os.path.join(d, "raw", rid + ".err")
     try:
@@ -127,13 +138,7 @@ def collect(d, runs, section, key=cell_key):
             continue
         k = key(r)
         slot = cells.setdefault(k, {}).setdefault(r["client"], {"ok": [], "fail": []})
-        j = fio_json(d, r["id"])
-        m = None
-        if j is not None:
-            try:
-                m = fio_metrics(j)
-            except (KeyError, IndexError, TypeError):
-                m = None
+        m = run_metrics(d, r["id"])
         ticks = r["extra"].get("cpu_ticks")
         if m is not None and ticks is not None and m["ios"] > 0:
             m["cpu_us_per_io"] = int(ticks) * (1e6 / USER_HZ) / m["ios"]
@@ -370,13 +375,7 @@ def main():
     for r in runs:
         if r["section"] != "stall":
             continue
-        j = fio_json(src, r["id"])
-        m = None
-        if j is not None:
-            try:
-                m = fio_metrics(j)
-            except (KeyError, IndexError, TypeError):
-                m = None
+        m = run_metrics(src, r["id"])
         e = st.setdefault((r["policy"], r["client"]), [])
         e.append({"rc": int(r["rc"]), "max_ms": round(m["max_us"] / 1000.0, 1) if m else None,
                   "error": (m or {}).get("error"), "err": fio_err(src, r["id"]) if r["rc"] != "0" else ""})

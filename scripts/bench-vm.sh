@@ -80,11 +80,7 @@ map_paths() {
 	local s=$1 disk=$2 n=$3 k p=
 	for (( k = 1; k <= n; k++ )); do p+=" path=$(path_of $k)"; done
 	echo "sessname=$s$p device_path=/dev/$disk" > $RNBD_CTL/map_device || return 1
-	local b
-	for b in /sys/block/rnbd*; do
-		_read_line "$b/rnbd/session" && [ "$_LINE" = "$s" ] && { echo "/dev/${b##*/}"; return 0; }
-	done
-	return 1
+	rnbd_dev_of "$s"
 }
 # add_paths <sess> <from> <to>: add_path k for k in from..to (after
 # ensure_aliases to); prints failures.

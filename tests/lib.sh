@@ -98,9 +98,14 @@ rtrs_modules_loaded() {
 map_rnbd() {
 	local sess=$1 dev=$2; shift 2
 	echo "sessname=$sess path=ip:$SRV_ADDR device_path=$dev $*" > $RNBD_CTL/map_device || return 1
+	rnbd_dev_of "$sess"
+}
+
+# rnbd_dev_of <sessname>: print the first rnbd device mapped over a session.
+rnbd_dev_of() {
 	local b
 	for b in /sys/block/rnbd*; do
-		_read_line "$b/rnbd/session" && [ "$_LINE" = "$sess" ] && { echo "/dev/${b##*/}"; return 0; }
+		_read_line "$b/rnbd/session" && [ "$_LINE" = "$1" ] && { echo "/dev/${b##*/}"; return 0; }
 	done
 	return 1
 }

@@ -1118,109 +1118,79 @@ mod tests {
         }
     }
 
+    /// Runs `failover_req` without a hint, answering each offer with `answer`;
+    /// returns the verdict and the paths offered, in order.
+    fn failover_tries(
+        policy: MpPolicy,
+        paths: &[PathView],
+        cur: &mut Option<usize>,
+        answer: impl Fn(usize) -> Offer,
+    ) -> (Result<usize, i32>, Vec<usize>) {
+        let mut tries = Vec::new();
+        let mut hint = LatencyHint::default();
+        let r = failover_req(policy, paths, paths.len(), cur, &mut hint, |p| {
+            tries.push(p);
+            answer(p)
+        });
+        (r, tries)
+    }
+
+    fn posted_on(want: usize) -> impl Fn(usize) -> Offer {
+        move |p| {
+            if p == want {
+                Offer::Posted
+            } else {
+                Offer::Failed(-5)
+            }
+        }
+    }
+
     #[test]
     fn failover_stops_at_first_success_in_policy_order() {
         let paths = [up(3, 30), st(Reconnecting), up(1, 50), up(2, 10)];
-        let mut tries = Vec::new();
-        let r = failover_req(
-            MpPolicy::MinInflight,
-            &paths,
-            4,
-            &mut None,
-            &mut LatencyHint::default(),
-            |p| {
-                tries.push(p);
-                if p == 3 {
-                    Offer::Posted
-                } else {
-                    Offer::Failed(-12)
-                }
-            },
-        );
-        assert_eq!((r, tries.as_slice()), (Ok(3), &[2, 3][..]));
-        let mut tries = Vec::new();
-        let r = failover_req(
-            MpPolicy::MinLatency,
-            &paths,
-            4,
-            &mut None,
-            &mut LatencyHint::default(),
-            |p| {
-                tries.push(p);
-                Offer::Failed(-5)
-            },
-        );
-        assert_eq!((r, tries.as_slice()), (Err(-5), &[3, 0, 2][..]));
+        let r = failover_tries(MpPolicy::MinInflight, &paths, &mut None, posted_on(3));
+        assert_eq!(r, (Ok(3), vec![2, 3]));
+        let r = failover_tries(MpPolicy::MinLatency, &paths, &mut None, |_| {
+            Offer::Failed(-5)
+        });
+        assert_eq!(r, (Err(-5), vec![3, 0, 2]));
         let mut cur = Some(0);
-        let mut tries = Vec::new();
-        let r = failover_req(
-            MpPolicy::Rr,
-            &paths,
-            4,
-            &mut cur,
-            &mut LatencyHint::default(),
-            |p| {
-                tries.push(p);
-                if p == 0 {
-                    Offer::Posted
-                } else {
-                    Offer::Failed(-5)
-                }
-            },
-        );
-        assert_eq!((r, tries.as_slice()), (Ok(0), &[2, 3, 0][..]));
+        let r = failover_tries(MpPolicy::Rr, &paths, &mut cur, posted_on(0));
+        assert_eq!(r, (Ok(0), vec![2, 3, 0]));
         assert_eq!(cur, Some(0));
     }
 
     #[test]
     fn failover_skip_and_abort() {
         let paths = [up(0, 10), up(0, 20), up(0, 30)];
+        let ml = MpPolicy::MinLatency;
         // A skipped path records no error; the next one takes it.
-        let mut tries = Vec::new();
-        let r = failover_req(
-            MpPolicy::MinLatency,
-            &paths,
-            3,
-            &mut None,
-            &mut LatencyHint::default(),
-            |p| {
-                tries.push(p);
-                if p == 0 {
-                    Offer::Skipped
-                } else {
-                    Offer::Posted
-                }
-            },
+        let skip_0 = |p| {
+            if p == 0 {
+                Offer::Skipped
+            } else {
+                Offer::Posted
+            }
+        };
+        assert_eq!(
+            failover_tries(ml, &paths, &mut None, skip_0),
+            (Ok(1), vec![0, 1])
         );
-        assert_eq!((r, tries.as_slice()), (Ok(1), &[0, 1][..]));
         // All skipped: -ECONNABORTED, as if none was connected.
-        let r = failover_req(
-            MpPolicy::MinLatency,
-            &paths,
-            3,
-            &mut None,
-            &mut LatencyHint::default(),
-            |_| Offer::Skipped,
-        );
-        assert_eq!(r, Err(-ECONNABORTED));
+        let r = failover_tries(ml, &paths, &mut None, |_| Offer::Skipped);
+        assert_eq!(r, (Err(-ECONNABORTED), vec![0, 1, 2]));
         // Abort stops the walk at once with its errno.
-        let mut tries = Vec::new();
-        let r = failover_req(
-            MpPolicy::MinLatency,
-            &paths,
-            3,
-            &mut None,
-            &mut LatencyHint::default(),
-            |p| {
-                tries.push(p);
-                if p == 0 {
-                    Offer::Failed(-5)
-                } else {
-                    Offer::Abort(-90)
-                }
-            },
+        let abort_1 = |p| {
+            if p == 0 {
+                Offer::Failed(-5)
+            } else {
+                Offer::Abort(-90)
+            }
+        };
+        assert_eq!(
+            failover_tries(ml, &paths, &mut None, abort_1),
+            (Err(-90), vec![0, 1])
         );
-        assert_eq!((r, tries.as_slice()), (Err(-90), &[0, 1][..]));
     }
 
     #[test]
