@@ -267,13 +267,15 @@ void rtrs_rs_init_delayed_work(struct delayed_work *dw,
 			       void (*fn)(struct work_struct *work),
 			       unsigned int class, const char *name)
 {
-	/* One lockdep class per kind of work, as C's INIT_*_WORK sites give. */
-	static struct lock_class_key keys[RTRS_RS_DWORK_CLASSES];
-
 	INIT_DELAYED_WORK(dw, fn);
 #ifdef CONFIG_LOCKDEP
-	if (class < ARRAY_SIZE(keys))
-		lockdep_init_map(&dw->work.lockdep_map, name, &keys[class], 0);
+	{
+		/* One lockdep class per kind of work, as C's INIT_*_WORK sites give. */
+		static struct lock_class_key keys[RTRS_RS_DWORK_CLASSES];
+
+		if (class < ARRAY_SIZE(keys))
+			lockdep_init_map(&dw->work.lockdep_map, name, &keys[class], 0);
+	}
 #endif
 }
 
