@@ -447,8 +447,9 @@ def write_svg(path, rows, meta):
         open(path, "w").write('<svg xmlns="http://www.w3.org/2000/svg" width="400" height="40">'
                               '<text x="10" y="25">no data</text></svg>\n')
         return
-    bw, gap, left, top, h = 14, 4, 60, 40, 300
-    width = left + len(pts) * (bw + gap) + 20
+    bw, gap, left, top, h = 14, 4, 60, 56, 300
+    # Room for the title on the left and for the last rotated label on the right.
+    width = max(520, left + len(pts) * (bw + gap) + 100)
     lo = min(0.5, min(r["rs"]["iops_min"] / r["c"]["iops_max"] for r in pts) - 0.05)
     hi = max(1.5, max(r["rs"]["iops_max"] / r["c"]["iops_min"] for r in pts) + 0.05)
 
@@ -457,8 +458,9 @@ def write_svg(path, rows, meta):
 
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="10">'
          % (width, top + h + 150)]
-    o.append('<text x="%d" y="20" font-size="13">IOPS ratio rtrs-client-rs / C (median; whiskers: worst..best '
-             'round pairing) - %s, %s</text>' % (left, meta.get("kernel", ""), meta.get("date", "")))
+    o.append('<text x="10" y="20" font-size="13">IOPS ratio rtrs-client-rs / C, median of rounds</text>')
+    o.append('<text x="10" y="36">whiskers: worst..best pairing of rounds; kernel %s, %s</text>'
+             % (meta.get("kernel", ""), meta.get("date", "")))
     for t in [x / 10 for x in range(int(lo * 10), int(hi * 10) + 1)]:
         o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"/>' % (
             left, width - 10, y(t), y(t), "#000" if abs(t - 1) < 1e-9 else "#ddd"))
