@@ -15,6 +15,8 @@
 #            silently, disconnected, or loses its RDMA device
 #   memory   Slab/SUnreclaim/vmalloc/percpu after the map and after each
 #            added path, up to 32 paths
+#   profile  (only when named) a cpu-clock profile of 4k QD 32 over one path
+#            for each client: where the CPU goes per IO (perf record -a)
 # BENCH=quick runs a small version of each (development only).
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib.sh"
@@ -359,6 +361,50 @@ sec_memory() {
 			unmap_rnbd bm
 			client_unload $cl
 			meminfo $cl after 0
+		done
+	done
+}
+
+# perf samples every CPU at PROF_HZ while fio runs; the report keeps the
+# sample count per module and symbol, and fio's IO count, so that
+# scripts/bench-profile.py can give each symbol's CPU time per IO.
+PROF_HZ=${PROF_HZ:-997}
+PROF_SECS=${PROF_SECS:-10}
+sec_profile() {
+	command -v perf > /dev/null || { log "profile: no perf"; return 1; }
+	server_load || return 1
+	local r cl dev rw id data
+	local rounds=$(( ROUNDS < 2 ? ROUNDS : 2 ))
+	for (( r = 1; r <= rounds; r++ )); do
+		for cl in $CLIENTS; do
+			client_load $cl || continue
+			dev=$(map_paths bp ram0 1)
+			if [ -b "$dev" ]; then
+				for rw in randwrite randread; do
+					data=/tmp/prof.data
+					# perf's window lies inside fio's: fio starts first and
+					# runs one second longer.
+					# (fio_run runs in a subshell: count its id here too.)
+					id=$(printf 'profile-%05d' $(( RUN_ID + 1 )))
+					RUNTIME=$(( PROF_SECS + 1 )) RAMP=0 fio_run profile $cl $r 1 - "$dev" "$rw" 4k 32 1 &
+					local fpid=$!
+					sleep 0.5
+					perf record -q -a -e cpu-clock -F "$PROF_HZ" -o $data -- sleep "$PROF_SECS" \
+						> /dev/null 2>&1
+					wait $fpid
+					RUN_ID=$(( RUN_ID + 1 ))
+					echo "hz $PROF_HZ secs $PROF_SECS" > "$OUT/raw/$id.perf"
+					{
+						echo "## dso"
+						perf report -i $data --stdio -n --sort dso
+						echo "## sym"
+						perf report -i $data --stdio -n --sort dso,sym --percent-limit 0.1
+					} >> "$OUT/raw/$id.perf" 2> /dev/null
+					rm -f $data
+				done
+			fi
+			unmap_rnbd bp
+			client_unload $cl
 		done
 	done
 }

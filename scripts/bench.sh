@@ -6,6 +6,7 @@
 #   scripts/bench.sh                      the whole benchmark (about 2-3 h under TCG)
 #   BENCH=quick scripts/bench.sh          a short version, for development
 #   BENCH_SECTIONS="matrix cpu" ...       only some sections (see bench-vm.sh)
+#   BENCH_SECTIONS=profile ...            where the CPU goes per IO (perf), into profile.md
 #   BENCH_DIR=<dir>                       where the results go (default bench-out/<date>)
 #
 # The module is built for the perf kernel in a copy of the checkout under
@@ -37,5 +38,9 @@ VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/v
 	echo "commit $(scripts/source-version.sh .)"
 } >> "$OUTDIR/vm/bench/meta.txt"
 python3 scripts/bench-report.py "$OUTDIR/vm/bench" "$OUTDIR"
+if grep -q '	profile	' "$OUTDIR/vm/bench/runs.tsv" 2>/dev/null; then
+	python3 scripts/bench-profile.py "$OUTDIR/vm/bench" "$OUTDIR/profile.md" > /dev/null
+	echo "bench: profile $OUTDIR/profile.md"
+fi
 echo "bench: VM status $rc; report $OUTDIR/results.md"
 exit $rc

@@ -12,7 +12,7 @@ APT_PKGS=(
 	qemu-system-x86 iproute2 fio jq util-linux procps
 	shellcheck dkms git
 	python3
-	perftest ibverbs-providers
+	perftest ibverbs-providers linux-perf
 )
 
 missing=()
