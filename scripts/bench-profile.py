@@ -18,7 +18,8 @@ from pathlib import Path
 
 LINE = re.compile(r"^\s*([\d.]+)%\s+(\d+)\s+(\S+)(?:\s+\[(.)\]\s+(.*?))?\s*$")
 IDLE = re.compile(r"idle|safe_halt|native_halt|mwait|cpuidle|do_idle")
-CLIENT_DSO = {"[rtrs_client]", "[rtrs_client_rs]"}
+CLIENT_DSO = {"[rtrs_client]", "[rtrs_client_rs]", "[rtrs_core]"}
+KERNEL_DSO = {"[kernel.kallsyms]", "[kernel.vmlinux]"}
 
 
 def parse_perf(path):
@@ -38,9 +39,12 @@ def parse_perf(path):
             n, dso = int(m.group(2)), m.group(3)
             if section == "dso":
                 dsos[dso] = dsos.get(dso, 0) + n
-            elif section == "sym" and m.group(5) is not None:
+            elif section in ("sym", "client") and m.group(5) is not None:
+                # Every symbol of the client modules comes from "client".
+                if (section == "sym") == (dso in CLIENT_DSO):
+                    continue
                 sym = m.group(5)
-                if dso == "[kernel.kallsyms]" and IDLE.search(sym):
+                if dso in KERNEL_DSO and IDLE.search(sym):
                     idle += n
                 else:
                     syms[(dso, sym)] = syms.get((dso, sym), 0) + n
@@ -57,8 +61,8 @@ def iops_of(raw, rid):
 
 def group(dso):
     if dso in CLIENT_DSO:
-        return "rtrs client (C or this module)"
-    if dso == "[kernel.kallsyms]":
+        return "rtrs client (C or this module; C's includes rtrs_core, which its server shares)"
+    if dso in KERNEL_DSO:
         return "kernel (idle left out)"
     if dso.startswith("["):
         return dso.strip("[]")
@@ -74,7 +78,7 @@ def main():
     for r in runs:
         if len(r) < 11 or r[1] != "profile" or r[10] != "0":
             continue
-        rid, cl, rw = r[0], r[2], r[6]
+        rid, cl, cell = r[0], r[2], f"{r[6]} {r[7]} QD {r[8]}"
         perf = raw / f"{rid}.perf"
         if not perf.exists():
             continue
@@ -89,20 +93,20 @@ def main():
         groups["kernel (idle left out)"] -= idle * per_io
         groups["all busy CPU"] = sum(v for k, v in groups.items())
         symbols = {f"{d} {s}": n * per_io for (d, s), n in syms.items()}
-        data[(rw, cl)].append((groups, symbols, iops))
+        data[(cell, cl)].append((groups, symbols, iops))
 
-    out = ["# Where the CPU goes per IO (4k, QD 32, one path, one job)", ""]
+    out = ["# Where the CPU goes per IO (one path, one job)", ""]
     out.append("CPU time per completed IO in microseconds, both CPUs, idle left out "
                "(perf cpu-clock samples / IOs; median over rounds). Under TCG every figure is "
                "inflated alike; the ratios are what count.")
-    for rw in ("randwrite", "randread"):
-        c, rs = data.get((rw, "c"), []), data.get((rw, "rs"), [])
+    for cell in sorted({k[0] for k in data}, reverse=True):
+        c, rs = data.get((cell, "c"), []), data.get((cell, "rs"), [])
         if not c or not rs:
             continue
 
         def med(rows, idx, key):
             return statistics.median(row[idx].get(key, 0.0) for row in rows)
-        out += ["", f"## {rw}", "",
+        out += ["", f"## {cell}", "",
                 f"IOPS during the profile: C {statistics.median(x[2] for x in c):.0f}, "
                 f"this module {statistics.median(x[2] for x in rs):.0f} ({len(c)}/{len(rs)} rounds)", "",
                 "| part | C us/IO | this module us/IO | difference |", "|---|---:|---:|---:|"]

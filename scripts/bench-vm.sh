@@ -15,8 +15,9 @@
 #            silently, disconnected, or loses its RDMA device
 #   memory   Slab/SUnreclaim/vmalloc/percpu after the map and after each
 #            added path, up to 32 paths
-#   profile  (only when named) a cpu-clock profile of 4k QD 32 over one path
-#            for each client: where the CPU goes per IO (perf record -a)
+#   profile  (only when named) a cpu-clock profile over one path for each
+#            client: where the CPU goes per IO (perf record -a); the cells
+#            are PROF_CELLS, "rw bs qd" separated by commas
 # BENCH=quick runs a small version of each (development only).
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib.sh"
@@ -370,23 +371,26 @@ sec_memory() {
 # scripts/bench-profile.py can give each symbol's CPU time per IO.
 PROF_HZ=${PROF_HZ:-997}
 PROF_SECS=${PROF_SECS:-10}
+PROF_CELLS=${PROF_CELLS:-randwrite 4k 32,randread 4k 32}
 sec_profile() {
 	command -v perf > /dev/null || { log "profile: no perf"; return 1; }
 	server_load || return 1
-	local r cl dev rw id data
+	local r cl dev rw bs qd id data cells cell
+	IFS=, read -r -a cells <<< "$PROF_CELLS"
 	local rounds=$(( ROUNDS < 2 ? ROUNDS : 2 ))
 	for (( r = 1; r <= rounds; r++ )); do
 		for cl in $CLIENTS; do
 			client_load $cl || continue
 			dev=$(map_paths bp ram0 1)
 			if [ -b "$dev" ]; then
-				for rw in randwrite randread; do
+				for cell in "${cells[@]}"; do
+					read -r rw bs qd <<< "$cell"
 					data=/tmp/prof.data
 					# perf's window lies inside fio's: fio starts first and
 					# runs one second longer.
 					# (fio_run runs in a subshell: count its id here too.)
 					id=$(printf 'profile-%05d' $(( RUN_ID + 1 )))
-					RUNTIME=$(( PROF_SECS + 1 )) RAMP=0 fio_run profile $cl $r 1 - "$dev" "$rw" 4k 32 1 &
+					RUNTIME=$(( PROF_SECS + 1 )) RAMP=0 fio_run profile $cl $r 1 - "$dev" "$rw" "$bs" "$qd" 1 &
 					local fpid=$!
 					sleep 0.5
 					perf record -q -a -e cpu-clock -F "$PROF_HZ" -o $data -- sleep "$PROF_SECS" \
@@ -398,7 +402,12 @@ sec_profile() {
 						echo "## dso"
 						perf report -i $data --stdio -n --sort dso
 						echo "## sym"
-						perf report -i $data --stdio -n --sort dso,sym --percent-limit 0.1
+						perf report -i $data --stdio -n --sort dso,sym --percent-limit 0.1 \
+							--kallsyms /proc/kallsyms
+						# The client modules' symbols, however small each is.
+						echo "## client"
+						perf report -i $data --stdio -n --sort dso,sym --kallsyms /proc/kallsyms \
+							--dsos '[rtrs_client],[rtrs_client_rs],[rtrs_core]'
 					} >> "$OUT/raw/$id.perf" 2> /dev/null
 					rm -f $data
 				done
