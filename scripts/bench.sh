@@ -30,7 +30,7 @@ echo "bench: results in $OUTDIR"
 (cd rtrs_core && cargo run -q --release --example select_cost) > "$OUTDIR/select_cost.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
-	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} \
+	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
 	 RS_KO=$BUILD/rtrs-client-rs.ko BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
 {
 	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
