@@ -73,7 +73,7 @@ def main():
     bench = Path(sys.argv[1])
     raw = bench / "raw"
     runs = [line.rstrip("\n").split("\t") for line in open(bench / "runs.tsv")][1:]
-    # per (rw, client): list of (per-group us/IO, per-symbol us/IO, iops)
+    # per (cell, client): list of (per-group us/IO, per-symbol us/IO, iops)
     data = defaultdict(list)
     for r in runs:
         if len(r) < 11 or r[1] != "profile" or r[10] != "0":
