@@ -120,13 +120,13 @@ def main():
         out += ["", "Symbols whose cost per IO differs most (either way):", "",
                 "| symbol | C us/IO | this module us/IO | difference |", "|---|---:|---:|---:|"]
         syms = {k for row in c + rs for k in row[1]}
-        diffs = sorted(syms, key=lambda k: -abs(med(rs, 1, k) - med(c, 1, k)))[:25]
+        diffs = sorted(syms, key=lambda k: (-abs(med(rs, 1, k) - med(c, 1, k)), k))[:25]
         for k in diffs:
             a, b = med(c, 1, k), med(rs, 1, k)
             out.append(f"| `{k}` | {a:.1f} | {b:.1f} | {b - a:+.1f} |")
         for cl, rows in (("C", c), ("this module", rs)):
             mods = sorted((k for k in syms if k.split(" ", 1)[0] in CLIENT_DSO),
-                          key=lambda k: -med(rows, 1, k))
+                          key=lambda k: (-med(rows, 1, k), k))
             top = [(k, med(rows, 1, k)) for k in mods[:12] if med(rows, 1, k) > 0]
             out += ["", f"The client module's own top symbols, {cl}:", ""]
             out += [f"- `{k.split(' ', 1)[1]}` {v:.1f} us" for k, v in top] or ["- (none sampled)"]
