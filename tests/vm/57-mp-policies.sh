@@ -187,7 +187,6 @@ if [ "$RTRS_TIER" = quick ]; then
 	if echo 3 > $cls/mpath_policy 2>/dev/null; then three=accepted; else three=refused; fi
 	policy service-time; pol=$POL
 	ST_MS=100
-	mp_path_delay 1 $ST_MS || diag "netem on path 1 failed"
 	# slow_seen: path 1 is connected and a heartbeat crossed it since the
 	# delay (its round trip, cur_latency, is at least 2 x ST_MS); path 2 is
 	# connected and has a round trip too.
@@ -197,7 +196,7 @@ if [ "$RTRS_TIER" = quick ]; then
 		{ read -r v1 _ < "$p1d/cur_latency"; read -r v2 _ < "$p2d/cur_latency"; } 2>/dev/null
 		[ "${v1:-0}" -ge $(( 2 * ST_MS * 1000000 )) ] && [ "${v2:-0}" -gt 0 ]
 	}
-	wait_for 30 slow_seen || diag "no slow heartbeat on path 1: $(status)"
+	mp_path_delay_up $S 1 $ST_MS 30 slow_seen || diag "no slow heartbeat on path 1: $(status)"
 	l1=; l2=; { read -r l1 _ < "$p1d/cur_latency"; read -r l2 _ < "$p2d/cur_latency"; } 2>/dev/null
 	shares_start
 	run_io "$T_ST" --numjobs=1 --iodepth=1; rc=$?
