@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Min-inflight with a flat pick, measured against the scan the module
+//! uses: `cargo run --release --example select_tree`.
+//!
+//! The flat pick is a tournament tree over the paths: each inner node holds
+//! the index of the path with fewer requests in flight among its two
+//! children (the earlier on a tie, as C's scan), so the pick is the root.
+//! Every change of a path's count (a submit, a completion) walks from its
+//! leaf to the root again. Nodes are relaxed atomics without a lock; a race
+//! can leave the root stale until the next update, as C's unlocked scan can
+//! miss a count that changes meanwhile.
+//!
+//! What a request costs is the pick plus its two count changes, so that is
+//! what is timed: one thread, and two threads issuing on one session (the
+//! tree's upper nodes are written by every CPU's requests; the scan writes
+//! only the counter of the path it picked). Prints ns per request.
+
+use core::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::time::Instant;
+
+use rtrs_core::path_state::RtrsCltState;
+use rtrs_core::policy::{failover_req, LatencyHint, MpPolicy, Offer, PathView, PathViews};
+
+#[repr(align(128))]
+struct Path {
+    state: AtomicU8,
+    inflight: AtomicI32,
+}
+
+struct Views<'a> {
+    paths: &'a [Path],
+}
+
+impl PathViews for Views<'_> {
+    fn paths_num(&self) -> usize {
+        self.paths.len()
+    }
+    fn view(&self, i: usize) -> Option<PathView> {
+        let p = self.paths.get(i)?;
+        let state = if p.state.load(Ordering::Relaxed) == 1 {
+            RtrsCltState::Connected
+        } else {
+            RtrsCltState::Reconnecting
+        };
+        Some(PathView::new(state, p.inflight.load(Ordering::Relaxed), 0))
+    }
+}
+
+/// The tournament tree: `node[k]` for k in 1..leaves holds the winner of
+/// node k's subtree; leaf k (leaves..2*leaves) is path k - leaves.
+struct Tree<'a> {
+    paths: &'a [Path],
+    leaves: usize,
+    node: Vec<AtomicU8>,
+}
+
+impl<'a> Tree<'a> {
+    fn new(paths: &'a [Path]) -> Self {
+        let leaves = paths.len().next_power_of_two();
+        let node = (0..leaves).map(|_| AtomicU8::new(0)).collect();
+        let t = Self {
+            paths,
+            leaves,
+            node,
+        };
+        for k in (1..leaves).rev() {
+            t.fix(k);
+        }
+        t
+    }
+
+    fn key(&self, i: usize) -> i32 {
+        match self.paths.get(i) {
+            Some(p) if p.state.load(Ordering::Relaxed) == 1 => p.inflight.load(Ordering::Relaxed),
+            _ => i32::MAX,
+        }
+    }
+
+    fn winner(&self, k: usize) -> usize {
+        if k >= self.leaves {
+            k - self.leaves
+        } else {
+            usize::from(self.node[k].load(Ordering::Relaxed))
+        }
+    }
+
+    fn fix(&self, k: usize) {
+        let (l, r) = (self.winner(2 * k), self.winner(2 * k + 1));
+        let w = if self.key(r) < self.key(l) { r } else { l };
+        // Stores only a change: fewer writes to the shared upper nodes.
+        if self.winner(k) != w {
+            self.node[k].store(w as u8, Ordering::Relaxed);
+        }
+    }
+
+    /// Path `i`'s count changed.
+    fn update(&self, i: usize) {
+        let mut k = (self.leaves + i) / 2;
+        while k >= 1 {
+            self.fix(k);
+            k /= 2;
+        }
+    }
+
+    fn pick(&self) -> Option<usize> {
+        let w = self.winner(1);
+        (self.key(w) != i32::MAX).then_some(w)
+    }
+}
+
+fn paths(n: usize) -> Vec<Path> {
+    (0..n)
+        .map(|i| Path {
+            state: AtomicU8::new(1),
+            inflight: AtomicI32::new((i % 7) as i32),
+        })
+        .collect()
+}
+
+/// One request with the scan: the pick, then its submit and completion.
+fn req_scan(views: &Views<'_>, n: usize) -> usize {
+    let p = failover_req(
+        MpPolicy::MinInflight,
+        views,
+        n,
+        &mut None,
+        &mut LatencyHint::default(),
+        |_| Offer::Posted,
+    )
+    .unwrap_or(0);
+    let c = &views.paths[p].inflight;
+    c.fetch_add(1, Ordering::Relaxed);
+    c.fetch_sub(1, Ordering::Relaxed);
+    p
+}
+
+/// One request with the tree: the root, then its submit and completion,
+/// each walking the tree.
+fn req_tree(t: &Tree<'_>) -> usize {
+    let p = t.pick().unwrap_or(0);
+    let c = &t.paths[p].inflight;
+    c.fetch_add(1, Ordering::Relaxed);
+    t.update(p);
+    c.fetch_sub(1, Ordering::Relaxed);
+    t.update(p);
+    p
+}
+
+const ROUNDS: u32 = 200_000;
+
+fn time(mut f: impl FnMut() -> usize) -> f64 {
+    let t = Instant::now();
+    let mut sum = 0usize;
+    for _ in 0..ROUNDS {
+        sum = sum.wrapping_add(black_box(f()));
+    }
+    black_box(sum);
+    t.elapsed().as_nanos() as f64 / f64::from(ROUNDS)
+}
+
+/// Two threads issuing requests on one session at once.
+fn time2(n: usize, tree: bool) -> f64 {
+    let ps = paths(n);
+    let views = Views { paths: &ps };
+    let t = Tree::new(&ps);
+    let b = Barrier::new(2);
+    let ns: Vec<f64> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    b.wait();
+                    if tree {
+                        time(|| req_tree(&t))
+                    } else {
+                        time(|| req_scan(&views, n))
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or(0.0)).collect()
+    });
+    ns.iter().sum::<f64>() / ns.len() as f64
+}
+
+fn main() {
+    // The tree picks what the scan picks, from the same counts.
+    for n in [1usize, 3, 8, 33, 128] {
+        let ps = paths(n);
+        let views = Views { paths: &ps };
+        let t = Tree::new(&ps);
+        for step in 0..1000usize {
+            let i = (step * 7919) % n;
+            if step % 3 == 0 {
+                ps[i].inflight.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                ps[i].inflight.fetch_add(1, Ordering::Relaxed);
+            }
+            if step % 97 == 0 {
+                ps[i]
+                    .state
+                    .store(u8::from(step % 2 == 0), Ordering::Relaxed);
+            }
+            t.update(i);
+            let scan = failover_req(
+                MpPolicy::MinInflight,
+                &views,
+                n,
+                &mut None,
+                &mut LatencyHint::default(),
+                |_| Offer::Posted,
+            )
+            .ok();
+            assert_eq!(t.pick(), scan, "{n} paths, step {step}");
+        }
+    }
+    println!("ns per request (pick + submit + completion), min-inflight");
+    println!("paths  scan 1 thread  tree 1 thread  scan 2 threads  tree 2 threads");
+    for n in [1usize, 8, 32, 128] {
+        let ps = paths(n);
+        let views = Views { paths: &ps };
+        let t = Tree::new(&ps);
+        let s1 = time(|| req_scan(&views, n));
+        let t1 = time(|| req_tree(&t));
+        let s2 = time2(n, false);
+        let t2 = time2(n, true);
+        println!("{n:>5}  {s1:>13.1}  {t1:>13.1}  {s2:>14.1}  {t2:>14.1}");
+    }
+}
