@@ -16,49 +16,26 @@
 //! tree's upper nodes are written by every CPU's requests; the scan writes
 //! only the counter of the path it picked). Prints ns per request.
 
-use core::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::Instant;
 
-use rtrs_core::path_state::RtrsCltState;
-use rtrs_core::policy::{failover_req, LatencyHint, MpPolicy, Offer, PathView, PathViews};
+use rtrs_core::policy::{failover_req, LatencyHint, MpPolicy, Offer};
 
-#[repr(align(128))]
-struct Path {
-    state: AtomicU8,
-    inflight: AtomicI32,
-}
-
-struct Views<'a> {
-    paths: &'a [Path],
-}
-
-impl PathViews for Views<'_> {
-    fn paths_num(&self) -> usize {
-        self.paths.len()
-    }
-    fn view(&self, i: usize) -> Option<PathView> {
-        let p = self.paths.get(i)?;
-        let state = if p.state.load(Ordering::Relaxed) == 1 {
-            RtrsCltState::Connected
-        } else {
-            RtrsCltState::Reconnecting
-        };
-        Some(PathView::new(state, p.inflight.load(Ordering::Relaxed), 0))
-    }
-}
+mod common;
+use common::{paths, Path, Views};
 
 /// The tournament tree: `node[k]` for k in 1..leaves holds the winner of
 /// node k's subtree; leaf k (leaves..2*leaves) is path k - leaves.
 struct Tree<'a> {
-    paths: &'a [Path],
+    paths: &'a [Box<Path>],
     leaves: usize,
     node: Vec<AtomicU8>,
 }
 
 impl<'a> Tree<'a> {
-    fn new(paths: &'a [Path]) -> Self {
+    fn new(paths: &'a [Box<Path>]) -> Self {
         let leaves = paths.len().next_power_of_two();
         let node = (0..leaves).map(|_| AtomicU8::new(0)).collect();
         let t = Self {
@@ -111,15 +88,6 @@ impl<'a> Tree<'a> {
     }
 }
 
-fn paths(n: usize) -> Vec<Path> {
-    (0..n)
-        .map(|i| Path {
-            state: AtomicU8::new(1),
-            inflight: AtomicI32::new((i % 7) as i32),
-        })
-        .collect()
-}
-
 /// One request with the scan: the pick, then its submit and completion.
 fn req_scan(views: &Views<'_>, n: usize) -> usize {
     let p = failover_req(
@@ -164,7 +132,10 @@ fn time(mut f: impl FnMut() -> usize) -> f64 {
 /// Two threads issuing requests on one session at once.
 fn time2(n: usize, tree: bool) -> f64 {
     let ps = paths(n);
-    let views = Views { paths: &ps };
+    let views = Views {
+        paths: &ps,
+        now: None,
+    };
     let t = Tree::new(&ps);
     let b = Barrier::new(2);
     let ns: Vec<f64> = std::thread::scope(|s| {
@@ -189,7 +160,10 @@ fn main() {
     // The tree picks what the scan picks, from the same counts.
     for n in [1usize, 3, 8, 33, 128] {
         let ps = paths(n);
-        let views = Views { paths: &ps };
+        let views = Views {
+            paths: &ps,
+            now: None,
+        };
         let t = Tree::new(&ps);
         for step in 0..1000usize {
             let i = (step * 7919) % n;
@@ -220,7 +194,10 @@ fn main() {
     println!("paths  scan 1 thread  tree 1 thread  scan 2 threads  tree 2 threads");
     for n in [1usize, 8, 32, 128] {
         let ps = paths(n);
-        let views = Views { paths: &ps };
+        let views = Views {
+            paths: &ps,
+            now: None,
+        };
         let t = Tree::new(&ps);
         let s1 = time(|| req_scan(&views, n));
         let t1 = time(|| req_tree(&t));
