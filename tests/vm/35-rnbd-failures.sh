@@ -29,17 +29,27 @@ cases_server() {
 	echo "nodev: $(try_map nodev /dev/ram9)"
 }
 loaded() { [ -e "/sys/module/$1/refcnt" ]; }
+# no_sessions: no session directory in /sys/class/rtrs-client. rnbd drops
+# the session of a failed open from its open-response work, after the
+# map_device write returned (msg_open_conf), so the close can still be
+# running; rmmod rnbd_client meanwhile WARNs in rnbd_destroy_sessions and the
+# work then runs freed code (a GPF seen at 1209cb3). C removes the session's
+# directory last (free_clt); this module first, and logs the end.
+no_sessions() { local l=(/sys/class/rtrs-client/*); [ ! -e "${l[0]}" ]; }
 
 modprobe rnbd_client
 c_loaded=0; loaded rtrs_client && c_loaded=1
 c_out=$(case_noserver; start_server 65536; cases_server)
 # The oracle must be the C client (not this module through a drop-in).
 [ "$c_loaded" = 1 ] || { diag "C client not loaded: $(rtrs_modules_loaded)"; c_out=; }
+wait_for 120 no_sessions || diag "C sessions still open: $(ls /sys/class/rtrs-client)"
 # rtrs_core stays: the server side uses it.
 unload_modules rnbd_client rtrs_client
 diag "C client:" "$c_out"
 
 load_rnbd_rs
+mark="rtrs-test: 35 rs cases $$.$RANDOM"
+echo "$mark" > /dev/kmsg
 rs_out=$(cases_server; unload_modules rnbd_server rtrs_server brd; case_noserver)
 rs_left=
 if [ -d /sys/class/rtrs-client ]; then
@@ -47,6 +57,8 @@ if [ -d /sys/class/rtrs-client ]; then
 else
 	rs_left="no /sys/class/rtrs-client"
 fi
+# nodev's session was opened; its close runs after the map write (above).
+wait_for 120 _rs_closed_after "$mark" nodev || diag "no 'nodev: session closed' logged"
 unload_modules rnbd_client rtrs_client_rs rtrs_core
 diag "rtrs-client-rs:" "$rs_out"
 
