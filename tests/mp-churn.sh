@@ -219,9 +219,7 @@ lat() { field "$1" cur_latency 1; }
 lat_ok() { [ "$(lat 1)" -gt 80000000 ] && [ "$(lat 2)" -lt "$(lat 1)" ]; }
 # mp_path_delay_up reconnects path 1 once if rxe lost it when netem came
 # (lib-mp.sh); a path that stays up without its RTT following fails.
-lat_pass=0
-mp_path_delay_up $SESS 1 40 30 lat_ok && lat_pass=1
-if [ $lat_pass = 1 ]; then
+if mp_path_delay_up $SESS 1 40 30 lat_ok; then
 	tap_ok "40 ms netem on path 1 raises only its heartbeat RTT (path1 $(lat 1) ns, path2 $(lat 2) ns)"
 else
 	tap_not_ok "40 ms netem on path 1 raises only its heartbeat RTT (path1 $(lat 1) ns, path2 $(lat 2) ns, $(mp_path_state $SESS 1))"
