@@ -17,14 +17,12 @@
 //! only the counter of the path it picked). Prints ns per request.
 
 use core::sync::atomic::{AtomicU8, Ordering};
-use std::hint::black_box;
-use std::sync::Barrier;
-use std::time::Instant;
-
-use rtrs_core::policy::{failover_req, LatencyHint, MpPolicy, Offer};
 
 mod common;
+#[path = "common/timing.rs"]
+mod timing;
 use common::{paths, Path, Views};
+use timing::{scan_pick, table, time, time2};
 
 /// The tournament tree: `node[k]` for k in 1..leaves holds the winner of
 /// node k's subtree; leaf k (leaves..2*leaves) is path k - leaves.
@@ -88,23 +86,6 @@ impl<'a> Tree<'a> {
     }
 }
 
-/// One request with the scan: the pick, then its submit and completion.
-fn req_scan(views: &Views<'_>, n: usize) -> usize {
-    let p = failover_req(
-        MpPolicy::MinInflight,
-        views,
-        n,
-        &mut None,
-        &mut LatencyHint::default(),
-        |_| Offer::Posted,
-    )
-    .unwrap_or(0);
-    let c = &views.paths[p].inflight;
-    c.fetch_add(1, Ordering::Relaxed);
-    c.fetch_sub(1, Ordering::Relaxed);
-    p
-}
-
 /// One request with the tree: the root, then its submit and completion,
 /// each walking the tree.
 fn req_tree(t: &Tree<'_>) -> usize {
@@ -115,45 +96,6 @@ fn req_tree(t: &Tree<'_>) -> usize {
     c.fetch_sub(1, Ordering::Relaxed);
     t.update(p);
     p
-}
-
-const ROUNDS: u32 = 200_000;
-
-fn time(mut f: impl FnMut() -> usize) -> f64 {
-    let t = Instant::now();
-    let mut sum = 0usize;
-    for _ in 0..ROUNDS {
-        sum = sum.wrapping_add(black_box(f()));
-    }
-    black_box(sum);
-    t.elapsed().as_nanos() as f64 / f64::from(ROUNDS)
-}
-
-/// Two threads issuing requests on one session at once.
-fn time2(n: usize, tree: bool) -> f64 {
-    let ps = paths(n);
-    let views = Views {
-        paths: &ps,
-        now: None,
-    };
-    let t = Tree::new(&ps);
-    let b = Barrier::new(2);
-    let ns: Vec<f64> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    b.wait();
-                    if tree {
-                        time(|| req_tree(&t))
-                    } else {
-                        time(|| req_scan(&views, n))
-                    }
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap_or(0.0)).collect()
-    });
-    ns.iter().sum::<f64>() / ns.len() as f64
 }
 
 fn main() {
@@ -178,31 +120,11 @@ fn main() {
                     .store(u8::from(step % 2 == 0), Ordering::Relaxed);
             }
             t.update(i);
-            let scan = failover_req(
-                MpPolicy::MinInflight,
-                &views,
-                n,
-                &mut None,
-                &mut LatencyHint::default(),
-                |_| Offer::Posted,
-            )
-            .ok();
-            assert_eq!(t.pick(), scan, "{n} paths, step {step}");
+            assert_eq!(t.pick(), scan_pick(&views), "{n} paths, step {step}");
         }
     }
-    println!("ns per request (pick + submit + completion), min-inflight");
-    println!("paths  scan 1 thread  tree 1 thread  scan 2 threads  tree 2 threads");
-    for n in [1usize, 8, 32, 128] {
-        let ps = paths(n);
-        let views = Views {
-            paths: &ps,
-            now: None,
-        };
-        let t = Tree::new(&ps);
-        let s1 = time(|| req_scan(&views, n));
-        let t1 = time(|| req_tree(&t));
-        let s2 = time2(n, false);
-        let t2 = time2(n, true);
-        println!("{n:>5}  {s1:>13.1}  {t1:>13.1}  {s2:>14.1}  {t2:>14.1}");
-    }
+    table("tree", |ps| {
+        let t = Tree::new(ps);
+        (time(|| req_tree(&t)), time2(|| req_tree(&t)))
+    });
 }
