@@ -356,19 +356,22 @@ def main():
         md.append("")
 
     # --- selection cost on the host -------------------------------------------
-    try:
-        sel = open(os.path.join(os.path.dirname(src.rstrip("/")), "..", "select_cost.txt")).read()
-    except OSError:
-        sel = ""
-    if sel.strip():
-        res["select_cost_host"] = sel
-        md.append("Selection cost per request on the host (`rtrs_core/examples/select_cost.rs`, the "
-                  "policy code the module runs, each path's fields on their own cache line):")
-        md.append("")
-        md.append("```")
-        md.append(sel.rstrip())
-        md.append("```")
-        md.append("")
+    def host_text(name, key, intro):
+        try:
+            text = open(os.path.join(os.path.dirname(src.rstrip("/")), "..", name)).read()
+        except OSError:
+            return
+        if text.strip():
+            res[key] = text
+            md.extend([intro, "", "```", text.rstrip(), "```", ""])
+
+    host_text("select_cost.txt", "select_cost_host",
+              "Selection cost per request on the host (`rtrs_core/examples/select_cost.rs`, the "
+              "policy code the module runs, each path's fields on their own cache line):")
+    host_text("select_flat.txt", "select_flat_host",
+              "Min-inflight's flat picks against its scan on the host, ns per request (pick, "
+              "submit and completion), one thread and two issuing on one session "
+              "(`rtrs_core/examples/select_tree.rs`, `select_lock.rs`):")
 
     # --- stall --------------------------------------------------------------
     st = {}

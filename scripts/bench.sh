@@ -28,6 +28,12 @@ echo "bench: results in $OUTDIR"
 # The policies' selection cost by path count, on the host, before the VM
 # takes the CPUs (rtrs_core/examples/select_cost.rs).
 (cd rtrs_core && cargo run -q --release --example select_cost) > "$OUTDIR/select_cost.txt" 2>&1 || true
+# Min-inflight's flat picks against its scan, on one and two threads
+# (select_tree: a lock-free tournament tree; select_lock: an exact index
+# under a session lock); why the module keeps the scan.
+(cd rtrs_core && for ex in select_tree select_lock; do
+	cargo run -q --release --example "$ex" || exit
+done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
 	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
