@@ -253,6 +253,21 @@ fn main() {
             );
         }
     }
+    // Every path in the window down: the least connected one above it,
+    // here in the bitmaps' second word.
+    let ps = paths(128);
+    let ix = Index::new(&ps);
+    {
+        let _g = ix.lock();
+        for _ in 0..2 * LEVELS {
+            ix.step(100, 1);
+        }
+        for (i, p) in ps.iter().enumerate() {
+            p.state.store(u8::from(i == 100), Ordering::Relaxed);
+        }
+        ix.rebuild();
+        assert_eq!(ix.pick_locked(), Some(100), "fallback above the window");
+    }
     table("lock", |ps| {
         let ix = Index::new(ps);
         (time(|| ix.request()), time2(|| ix.request()))
