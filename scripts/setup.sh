@@ -13,6 +13,7 @@ APT_PKGS=(
 	shellcheck dkms git
 	python3
 	perftest ibverbs-providers linux-perf
+	librdmacm-dev libibverbs-dev gcc
 )
 
 missing=()
