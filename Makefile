@@ -22,6 +22,8 @@
 #                              the layering and the count of unsafe blocks
 #   make demo                  the main job: boot the VM, map rnbd, show this module
 #   make host-test             cargo test of rtrs_core
+#   make test-tools            the VM tests' helpers: the hostile RTRS server (user space)
+#                              and the API consumer module (tests/hostile, tests/consumer)
 #   make bench                 C client vs this module on the perf kernel, one VM boot:
 #                              the matrix, CPU per IO, paths, failover stall, memory
 #                              (BENCH=quick: a short run)
@@ -58,7 +60,7 @@ MODPROBE_CONF := $(INSTALL_ROOT)/etc/modprobe.d/rtrs-client-rs.conf
 DKMS_SRC := /usr/src/$(PACKAGE_NAME)-$(PACKAGE_VERSION)
 
 .PHONY: all modules check-kdir check-tree clean install uninstall dkms-install dkms-uninstall \
-	setup kernel vm check check-full lint demo host-test bench
+	setup kernel vm check check-full lint demo host-test bench test-tools
 
 all: modules
 
@@ -137,6 +139,10 @@ demo:
 
 host-test:
 	cargo test --workspace
+
+test-tools:
+	$(MAKE) -C tests/hostile
+	$(MAKE) -C tests/consumer KDIR=$(KDIR)
 
 bench:
 	scripts/bench.sh

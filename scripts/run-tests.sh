@@ -42,6 +42,9 @@ scripts/prune-kernel-cache.sh 2>&1 | sed 's/^/# /'
 stage "module"
 make -s modules > "$OUT/module.out" 2>&1 || { sed 's/^/# /' "$OUT/module.out" | tail -60; echo "Bail out! module build failed"; exit 1; }
 grep -E 'warning|error' "$OUT/module.out" | sed 's/^/# /'
+stage "test tools"
+make -s test-tools > "$OUT/tools.out" 2>&1 || { sed 's/^/# /' "$OUT/tools.out" | tail -40; echo "Bail out! test tools build failed"; exit 1; }
+grep -E 'warning|error' "$OUT/tools.out" | sed 's/^/# /'
 
 scripts=(tests/host/*.sh tests/vm/*.sh)
 if [ -n "${TESTS:-}" ]; then
