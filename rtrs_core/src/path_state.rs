@@ -397,6 +397,34 @@ pub const fn hb_cur_latency(now_ns: i64, hb_last_sent_ns: i64) -> i64 {
     now_ns.wrapping_sub(hb_last_sent_ns)
 }
 
+/// An HB_ACK: the round trip of the heartbeat it answers, or `None` when
+/// none was outstanding (`hb_outstanding`: set by a send, cleared by the
+/// first ack). Beyond C, which takes any ack: one nobody asked for would set
+/// `cur_latency`, which min-latency picks paths by, to the time since the
+/// last heartbeat; it is ignored and logged instead.
+pub const fn hb_ack_latency(
+    hb_outstanding: bool,
+    now_ns: i64,
+    hb_last_sent_ns: i64,
+) -> Option<i64> {
+    if hb_outstanding {
+        Some(hb_cur_latency(now_ns, hb_last_sent_ns))
+    } else {
+        None
+    }
+}
+
+/// HB_MSGs from the peer in one heartbeat interval of this path above
+/// which they are logged as a flood. A server sends one per its own
+/// interval (seconds) and this interval is at least 100 ms: a handful is
+/// normal. Each is still acknowledged, as C does.
+pub const HB_FLOOD_MIN: u32 = 64;
+
+/// Whether `hb_msgs` HB_MSGs received in one interval are a flood.
+pub const fn hb_flood(hb_msgs: u32) -> bool {
+    hb_msgs > HB_FLOOD_MIN
+}
+
 /// The heartbeat's period and how many replies may go missing before the
 /// path recovers: C's fixed `RTRS_HB_INTERVAL_MS` and `RTRS_HB_MISSED_MAX`
 /// by default, tunable here at module load (a silent peer is found after
@@ -666,6 +694,14 @@ mod tests {
             );
             assert!(!names[..i].contains(n), "{n} twice");
         }
+    }
+
+    #[test]
+    fn hb_ack_outstanding_only() {
+        assert_eq!(hb_ack_latency(true, 1_500, 1_000), Some(500));
+        assert_eq!(hb_ack_latency(false, 1_500, 1_000), None);
+        assert!(!hb_flood(0) && !hb_flood(HB_FLOOD_MIN));
+        assert!(hb_flood(HB_FLOOD_MIN + 1) && hb_flood(u32::MAX));
     }
 
     #[test]

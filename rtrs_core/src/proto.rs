@@ -142,6 +142,19 @@ pub enum WireError {
         /// Depth given.
         queue_depth: u32,
     },
+    /// conn_rsp `max_io_size` is 0: no request with data would fit.
+    BadMaxIoSize {
+        /// max_io_size of the conn_rsp.
+        max_io_size: u32,
+    },
+    /// conn_rsp `max_hdr_size` cannot hold a READ header with its one
+    /// descriptor: no READ with data could be sent.
+    BadMaxHdrSize {
+        /// max_hdr_size of the conn_rsp.
+        max_hdr_size: u32,
+        /// The least that holds it.
+        min: u32,
+    },
     /// `max_io_size + max_hdr_size` overflows u32.
     BadChunkSize {
         /// max_io_size of the conn_rsp.
@@ -284,6 +297,8 @@ impl WireError {
             | WireError::ConnRspErrno { .. }
             | WireError::QueueDepthChanged { .. }
             | WireError::BadQueueDepth { .. }
+            | WireError::BadMaxIoSize { .. }
+            | WireError::BadMaxHdrSize { .. }
             | WireError::BadChunkSize { .. }
             | WireError::BadCid { .. } => -ECONNRESET,
             WireError::BufferTooSmall { .. }
@@ -330,6 +345,13 @@ impl fmt::Display for WireError {
             WireError::BadQueueDepth { queue_depth } => {
                 write!(f, "invalid queue depth {queue_depth}")
             }
+            WireError::BadMaxIoSize { max_io_size } => {
+                write!(f, "invalid max_io_size {max_io_size}")
+            }
+            WireError::BadMaxHdrSize { max_hdr_size, min } => write!(
+                f,
+                "invalid max_hdr_size {max_hdr_size}: a READ header needs {min}"
+            ),
             WireError::BadChunkSize {
                 max_io_size,
                 max_hdr_size,
@@ -931,12 +953,16 @@ impl RtrsMsgConnRsp {
     /// Errno of a REJECTED event as `rtrs_rdma_conn_rejected` computes it:
     /// the signed le16 errno if consumer data of >= 56 bytes is present,
     /// else `None` (a malformed reject: C then records -ECONNRESET). Like C,
-    /// magic is not checked and 0 is returned as is.
+    /// magic is not checked. Beyond C, errno 0 is malformed too: C records
+    /// 0, which is no error, and waits out the connect timeout (30 s) for an
+    /// attempt the server has already refused. (IB and RoCE pad a reject's
+    /// private data to 148 bytes, so a reject with none reads as errno 0.)
     pub fn reject_errno(private_data: Option<&[u8]>) -> Option<i32> {
         match private_data {
-            Some(d) if d.len() >= Self::SIZE => {
-                rd::<2>(d, 4).ok().map(|b| i32::from(i16::from_le_bytes(b)))
-            }
+            Some(d) if d.len() >= Self::SIZE => rd::<2>(d, 4)
+                .ok()
+                .map(|b| i32::from(i16::from_le_bytes(b)))
+                .filter(|&e| e != 0),
             _ => None,
         }
     }
@@ -951,9 +977,11 @@ impl RtrsMsgConnRsp {
     ///
     /// `prev_queue_depth` is the path's current depth (0 = never connected);
     /// a change gives [`WireError::QueueDepthChanged`] as in C. Beyond C,
-    /// depth 0, a u32 overflow of the chunk size and a depth/chunk pair that
-    /// does not fit the IMM payload are refused (the 6.12 server never sends
-    /// them; C would misbehave later).
+    /// depth 0, max_io_size 0, a max_hdr_size too small for a READ header
+    /// with its descriptor, a u32 overflow of the chunk size and a
+    /// depth/chunk pair that does not fit the IMM payload are refused (the
+    /// 6.12 server never sends them; C would misbehave later: every request
+    /// over such a path fails, and the session's other paths are not tried).
     pub fn path_params(&self, prev_queue_depth: u32) -> Result<RtrsPathParams, WireError> {
         let queue_depth = u32::from(self.queue_depth);
         if prev_queue_depth > 0 && queue_depth != prev_queue_depth {
@@ -964,6 +992,20 @@ impl RtrsMsgConnRsp {
         }
         if queue_depth == 0 {
             return Err(WireError::BadQueueDepth { queue_depth });
+        }
+        if self.max_io_size == 0 {
+            return Err(WireError::BadMaxIoSize {
+                max_io_size: self.max_io_size,
+            });
+        }
+        let min_hdr = RtrsMsgRdmaRead::hdr_len(1)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(u32::MAX);
+        if self.max_hdr_size < min_hdr {
+            return Err(WireError::BadMaxHdrSize {
+                max_hdr_size: self.max_hdr_size,
+                min: min_hdr,
+            });
         }
         let chunk_size =
             self.max_io_size

@@ -438,12 +438,13 @@ fn conn_rsp_reject_errno() {
     assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&b[..55])), None);
     assert_eq!(RtrsMsgConnRsp::reject_errno(None), None);
     assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&[])), None);
-    // Like C: magic not checked, errno 0 passed through, positive kept.
+    // Like C: magic not checked, a positive errno kept.
     let mut raw = [0u8; 148];
     raw[4] = 0x10;
     assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), Some(16));
     raw[4] = 0;
-    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), Some(0));
+    // errno 0 would be no error: malformed (C waits 30 s for nothing).
+    assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), None);
     raw[4] = 0;
     raw[5] = 0x80;
     assert_eq!(RtrsMsgConnRsp::reject_errno(Some(&raw)), Some(-32768));
@@ -485,14 +486,34 @@ fn conn_rsp_path_params() {
         Err(WireError::BadQueueDepth { queue_depth: 0 })
     );
     assert_eq!(
-        RtrsMsgConnRsp::accept(1, u32::MAX, 1, 0).path_params(0),
+        RtrsMsgConnRsp::accept(1, u32::MAX, 24, 0).path_params(0),
         Err(WireError::BadChunkSize {
             max_io_size: u32::MAX,
-            max_hdr_size: 1
+            max_hdr_size: 24
         })
     );
+    // No request with data fits: refused (C takes them).
+    assert_eq!(
+        RtrsMsgConnRsp::accept(16, 0, 4096, 0).path_params(0),
+        Err(WireError::BadMaxIoSize { max_io_size: 0 })
+    );
+    assert_eq!(
+        RtrsMsgConnRsp::accept(16, 4096, 23, 0).path_params(0),
+        Err(WireError::BadMaxHdrSize {
+            max_hdr_size: 23,
+            min: 24
+        })
+    );
+    assert_eq!(
+        RtrsMsgConnRsp::accept(16, 4096, 0, 0)
+            .path_params(0)
+            .unwrap_err()
+            .errno(),
+        -104
+    );
+    assert!(RtrsMsgConnRsp::accept(16, 1, 24, 0).path_params(0).is_ok());
     // 65535 buffers need 16 bits: chunks up to 4096 fit, 8192 do not.
-    assert!(RtrsMsgConnRsp::accept(65535, 0, 4096, 0)
+    assert!(RtrsMsgConnRsp::accept(65535, 4072, 24, 0)
         .path_params(0)
         .is_ok());
     assert_eq!(
@@ -502,7 +523,7 @@ fn conn_rsp_path_params() {
             chunk_size: 8192
         })
     );
-    // max_io_size + max_hdr_size == 0: bits(0) == 32, refused.
+    // max_io_size + max_hdr_size == 0: refused.
     assert!(RtrsMsgConnRsp::accept(1, 0, 0, 0).path_params(0).is_err());
 }
 
