@@ -258,6 +258,12 @@ pub(crate) struct PathShared {
     pub(crate) hb_cur_latency_ns: AtomicI64,
     /// `s.hb_last_sent` in ns (ktime_get).
     pub(crate) hb_last_sent_ns: AtomicI64,
+    /// A heartbeat was sent and not acknowledged yet (beyond C: an ack
+    /// nobody asked for is ignored, see `path_state::hb_ack_latency`).
+    pub(crate) hb_outstanding: AtomicBool,
+    /// HB_MSGs from the peer since the last heartbeat tick (a flood is
+    /// logged, see `path_state::hb_flood`).
+    pub(crate) hb_msgs_rx: AtomicU32,
     /// The heartbeat's period and misses allowed.
     pub(crate) hb: HbParams,
     /// `clt_path->stats`: outlives the path's sysfs files.
@@ -373,6 +379,8 @@ impl PathShared {
                 hb_missed_cnt: AtomicU32::new(0),
                 hb_cur_latency_ns: AtomicI64::new(0),
                 hb_last_sent_ns: AtomicI64::new(0),
+                hb_outstanding: AtomicBool::new(false),
+                hb_msgs_rx: AtomicU32::new(0),
                 hb: a.hb,
                 stats: PathStats::new()?,
                 io: RcuBox::empty(),
@@ -972,11 +980,19 @@ impl Con {
                     }
                     Ok(hb @ (RtrsImm::HbMsg | RtrsImm::HbAck)) => {
                         if hb == RtrsImm::HbMsg {
+                            path.hb_msgs_rx.fetch_add(1, Ordering::Relaxed);
                             self.send_hb_ack();
                         } else {
                             let now = crate::misc::ktime_get_ns();
                             let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
-                            path.set_hb_cur_latency(path_state::hb_cur_latency(now, sent));
+                            let asked = path.hb_outstanding.swap(false, Ordering::AcqRel);
+                            match path_state::hb_ack_latency(asked, now, sent) {
+                                Some(ns) => path.set_hb_cur_latency(ns),
+                                None => pr_warn_rl!(
+                                    "{}: HB_ACK without a heartbeat outstanding, ignored\n",
+                                    self.sess()
+                                ),
+                            }
                         }
                         if new_rkey {
                             self.recv_done(iu);
@@ -1166,7 +1182,23 @@ impl CmHandler for Con {
                 }
             }
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => self.conn_rejected(ev),
-            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => econnreset,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => {
+                // Once per path: its first connection to go takes it out of
+                // CONNECTED or CONNECTING (error recovery below); a teardown
+                // of ours has left both before its disconnects.
+                if matches!(
+                    self.path().state(),
+                    RtrsCltState::Connected | RtrsCltState::Connecting
+                ) {
+                    pr_warn_rl!(
+                        "{}: path {}: disconnected by the server (cid {})\n",
+                        self.sess(),
+                        kernel::str::BStr::from_bytes(self.path().name().as_bytes()),
+                        self.cid
+                    );
+                }
+                econnreset
+            }
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR
             | bindings::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE
             | bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE

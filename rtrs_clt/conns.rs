@@ -374,6 +374,11 @@ impl PathConns {
         match shared.info_rsp.load(Ordering::Acquire) {
             INFO_RSP_OK if shared.state() == RtrsCltState::Connecting => {}
             INFO_RSP_NONE if shared.state() == RtrsCltState::Connecting => {
+                pr_err!(
+                    "{}: no path info response within {} ms\n",
+                    sess,
+                    RTRS_CONNECT_TIMEOUT_MS
+                );
                 return Err(etimedout());
             }
             _ => return Err(econnreset()),

@@ -20,6 +20,15 @@ use crate::trace;
 /// the work is to run again after `PathShared::hb.interval_ms`. Runs under RCU.
 pub(crate) fn hb_work(con: &Con) -> bool {
     let path = con.path();
+    let msgs = path.hb_msgs_rx.swap(0, Ordering::Relaxed);
+    if path_state::hb_flood(msgs) {
+        pr_warn!(
+            "{}: heartbeat flood: {} HB_MSG from the server in {} ms\n",
+            con.sess(),
+            msgs,
+            path.hb.interval_ms
+        );
+    }
     let mut act = HbAction::Reschedule;
     let mut missed = 0;
     // A receive completion may reset the count meanwhile: the tick then
@@ -50,6 +59,7 @@ pub(crate) fn hb_work(con: &Con) -> bool {
         HbAction::Send => {
             path.hb_last_sent_ns
                 .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
+            path.hb_outstanding.store(true, Ordering::Release);
             if let Err(e) = con.post_imm_empty(imm::RTRS_HB_MSG_IMM_VAL) {
                 // rtrs_clt_hb_err_handler, as C: the path recovers.
                 pr_err!("{}: HB send failed, errno: {}\n", con.sess(), e.to_errno());

@@ -99,7 +99,7 @@ unsafe impl<C: IoCon> CqeFirst for Req<C> {
         let g = RcuGuard::new();
         if let Some(io) = con.io(&g) {
             let e = req.inv_errno.load(Ordering::Acquire);
-            io.complete_rdma_req(con, req, e);
+            let _ = io.complete_rdma_req(con, req, e);
         }
     }
 }
@@ -631,15 +631,23 @@ impl<C: IoCon> IoCtx<C> {
         if w_inval {
             req.need_inval.store(false, Ordering::Release);
         }
-        self.complete_rdma_req(con, req, errno);
+        if !self.complete_rdma_req(con, req, errno) {
+            // A response unasked for, or a second one: C WARNs.
+            pr_err_rl!(
+                "{}: IO response for msg_id {} that is not in flight\n",
+                con.sess(),
+                msg_id
+            );
+        }
     }
 
     /// `complete_rdma_req(req, errno, notify = true, can_wait = false)`.
     /// CQ context. With the MR still registered, the request completes
-    /// when its local invalidation does.
-    fn complete_rdma_req(&self, con: &C, req: &Req<C>, errno: i32) {
+    /// when its local invalidation does. False if the request was not in
+    /// flight.
+    fn complete_rdma_req(&self, con: &C, req: &Req<C>, errno: i32) -> bool {
         let Some(mut own) = req.slot.take_posted() else {
-            return;
+            return false;
         };
         if own.io.mapped().is_some() && req.need_inval.load(Ordering::Acquire) {
             req.inv_errno.store(errno, Ordering::Release);
@@ -647,7 +655,7 @@ impl<C: IoCon> IoCtx<C> {
             // The invalidation's completion takes the slot.
             own.post();
             match self.post_inv(con, req, rkey) {
-                Ok(()) => return,
+                Ok(()) => return true,
                 Err(e) => {
                     // C leaves the request hanging here; finish it. Quietly
                     // once teardown took the QP: C's flush completes it so.
@@ -657,7 +665,7 @@ impl<C: IoCon> IoCtx<C> {
                     req.need_inval.store(false, Ordering::Release);
                     match req.slot.take_posted() {
                         Some(o) => own = o,
-                        None => return,
+                        None => return true,
                     }
                 }
             }
@@ -685,6 +693,7 @@ impl<C: IoCon> IoCtx<C> {
         if let Some(u) = user {
             u.conf.call(errno);
         }
+        true
     }
 
     /// `fail_all_outstanding_reqs` over the slots of a drained path: each

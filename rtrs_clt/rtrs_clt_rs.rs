@@ -82,7 +82,7 @@
 //! waits for its handler).
 
 // pin-init's macros recurse once per field; `PathShared` has many.
-#![recursion_limit = "256"]
+#![recursion_limit = "320"]
 
 use kernel::c_str;
 use kernel::prelude::*;
