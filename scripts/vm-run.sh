@@ -56,6 +56,9 @@ append="console=ttyS0,115200 root=rootfs rootfstype=9p"
 append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro"
 append+=" init=$SCRIPTS_DIR/vm-init.sh panic=-1 watchdog_thresh=60 loglevel=7"
 append+=" printk.devkmsg=on net.ifnames=0 pci=noacpi kasan_multi_shot"
+# Room for the fault sweep's stacks (tests/vm/70), so that dmesg holds a
+# whole sweep.
+append+=" log_buf_len=16M"
 # 4-level paging: with -cpu max (LA57) a timer interrupt that lands while
 # identify_cpu() has the CPU's feature bits cleared makes KASAN compute the
 # 4-level shadow range for 5-level addresses and report wild accesses at boot
