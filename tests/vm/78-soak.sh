@@ -1,0 +1,103 @@
+#!/bin/bash
+# Soak (the full tier only; SOAK_SECS, default 1800): cycles of map over the
+# two routed paths of tests/lib-mp.sh, verified fio while path 2 is
+# disconnected and reconnected and path 1 removed and re-added, then unmap;
+# after each cycle the kernel's slab and vmalloc use are sampled, with
+# KASAN's quarantine drained (each cache shrunk) and page caches dropped, so
+# that what is counted is what is alive. After the first two cycles (warm
+# caches, KASAN's stack depot) neither may grow past a bound: 2 MiB of slab
+# and 512 KiB of vmalloc above the largest warm-up sample. The harness's
+# kmemleak scan at the end must be clean.
+. "$(dirname "$0")/../lib.sh"
+MP_N=2
+. "$(dirname "$0")/../lib-mp.sh"
+PLAN=7
+skip_all_unless_api $PLAN
+if [ "$RTRS_TIER" = quick ]; then
+	tap_plan $PLAN
+	for (( i = 0; i < PLAN; i++ )); do tap_skip "soak $i" "the full tier only"; done
+	exit 0
+fi
+tap_plan $PLAN
+SECONDS=0
+ts() { echo "# [+${SECONDS}s] $*"; }
+SOAK_SECS=${SOAK_SECS:-1800}
+SESS=soak
+SLAB_BOUND_KB=2048
+VMALLOC_BOUND_KB=512
+
+mp_setup || { tap_not_ok "two-path topology"; exit 1; }
+tap_ok "two-path topology up: $MP_PATHS"
+tap_check "server side loads" start_server 65536
+tap_check "client stack loads" load_rnbd_rs hb_interval_ms=1000 hb_missed_max=3
+
+# meminfo_kb <field>: MEMKB = the field's value in kB (builtins only).
+meminfo_kb() {
+	local k v _u
+	MEMKB=0
+	while read -r k v _u; do [ "$k" = "$1:" ] && { MEMKB=$v; return; }; done < /proc/meminfo
+}
+# sample: SLAB_KB and VMALLOC_KB of what is alive.
+sample() {
+	local c
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	# Shrinking a cache also empties KASAN's quarantine of its objects.
+	for c in /sys/kernel/slab/*/shrink; do echo 1 > "$c" 2>/dev/null; done
+	_sleep 1
+	meminfo_kb Slab; SLAB_KB=$MEMKB
+	meminfo_kb VmallocUsed; VMALLOC_KB=$MEMKB
+}
+
+cycle_ok=0 cycles=0 fio_bad=0 churn_bad=0
+slab=() vmalloc=()
+end=$(( SECONDS + SOAK_SECS ))
+while [ $SECONDS -lt $end ]; do
+	cycles=$(( cycles + 1 ))
+	dev=$(mp_map_two $SESS)
+	if ! mp_two_mapped $SESS "$dev"; then ts "cycle $cycles: map failed"; break; fi
+	timeout -k 10 400 fio --name=soak --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
+		--iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime=60 \
+		--verify=crc32c --verify_backlog=64 --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
+		--group_reporting --output-format=terse > /tmp/soak-fio.out 2>&1 &
+	fpid=$!
+	_sleep 10
+	d2=$(mp_path_dir $SESS 2)
+	{ echo 1 > "$d2/disconnect" && _sleep 2 && mp_path_reconnect $SESS 2 90; } || { churn_bad=$(( churn_bad + 1 )); ts "cycle $cycles: path 2 disconnect/reconnect failed"; }
+	d1=$(mp_path_dir $SESS 1)
+	{ echo 1 > "$d1/remove_path" &&
+		wait_for 30 _absent "/sys/class/rtrs-server/$SESS/paths/$(mp_path_name 1)" &&
+		echo "$(mp_path_name 1)" > /sys/class/rtrs-client/$SESS/add_path &&
+		wait_for 60 mp_path_connected $SESS 1; } || { churn_bad=$(( churn_bad + 1 )); ts "cycle $cycles: path 1 remove/add failed"; }
+	wait $fpid || { fio_bad=$(( fio_bad + 1 )); ts "cycle $cycles: fio failed: $(tail -n 3 /tmp/soak-fio.out)"; }
+	timeout 150 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS" || { ts "cycle $cycles: unmap failed"; break; }
+	sample
+	slab+=("$SLAB_KB"); vmalloc+=("$VMALLOC_KB")
+	ts "cycle $cycles: slab $SLAB_KB kB, vmalloc $VMALLOC_KB kB"
+	cycle_ok=$cycles
+done
+tap_check "$cycle_ok of $cycles cycles of map, churn under verified fio, unmap in $SOAK_SECS s" \
+	test "$cycle_ok" -eq "$cycles" -a "$cycles" -ge 3 -a "$fio_bad" -eq 0 -a "$churn_bad" -eq 0
+
+# Flat after the warm-up: no sample after the first two exceeds their
+# maximum by more than the bound.
+flat() {
+	local -n s=$1
+	local bound=$2 base=0 i worst=0
+	[ ${#s[@]} -ge 3 ] || { echo "too few samples"; return 1; }
+	for i in 0 1; do [ "${s[$i]}" -gt $base ] && base=${s[$i]}; done
+	for (( i = 2; i < ${#s[@]}; i++ )); do
+		[ $(( s[i] - base )) -gt $worst ] && worst=$(( s[i] - base ))
+	done
+	echo "warm-up max $base kB, then at most +$worst kB (bound $bound kB): ${s[*]}"
+	[ $worst -le "$bound" ]
+}
+out=$(flat slab $SLAB_BOUND_KB); rc=$?
+if [ $rc -eq 0 ]; then tap_ok "slab flat after 2 cycles: $out"; else tap_not_ok "slab flat after 2 cycles"; diag "$out"; fi
+out=$(flat vmalloc $VMALLOC_BOUND_KB); rc=$?
+if [ $rc -eq 0 ]; then tap_ok "vmalloc flat after 2 cycles: $out"; else tap_not_ok "vmalloc flat after 2 cycles"; diag "$out"; fi
+
+unload_modules rnbd_client rtrs_client_rs
+stop_server
+mp_teardown
+tap_check "nothing left loaded" test -z "$(rtrs_modules_loaded)"
+tap_done
