@@ -197,9 +197,14 @@ rs_api_exported() {
 # planned test as skipped and exit.
 skip_all_unless_api() {
 	rs_api_exported && return 0
+	skip_all "$1" "rtrs_clt_* API not exported by rtrs-client-rs yet"
+}
+
+# skip_all <plan> <reason>: every planned test reported as skipped; exits.
+skip_all() {
 	tap_plan "$1"
 	local i
-	for i in $(seq 1 "$1"); do tap_skip "test $i" "rtrs_clt_* API not exported by rtrs-client-rs yet"; done
+	for i in $(seq 1 "$1"); do tap_skip "test $i" "$2"; done
 	exit 0
 }
 
