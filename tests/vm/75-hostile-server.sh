@@ -96,7 +96,12 @@ declare -A EXPECT=(
 	[hb-on-io-con]=ok
 )
 # Cases not run over the C client: what it does is recorded instead.
+# (Where C WARNs the harness would fail the run: what it did is recorded.)
 declare -A C_SKIP=(
+	[rsp-qd0]="not run: C takes queue_depth 0 from cid 0 and WARNs creating cid 1 (rtrs-clt.c:1692, WARN_ON(!queue_depth)), then fails the open with EINVAL; after the failed add_path its session has no permits left (16 of 16 requests got none), seen at 96f63b0"
+	[io-msgid-beyond]="not run: C WARNs for each response (rtrs-clt.c:497, WARN_ON(msg_id >= queue_depth)); its requests stay in flight until the path goes, seen at 96f63b0"
+	[io-send-empty]="not run: C WARNs for a receive without an immediate (rtrs-clt.c:673), then serves the IO, seen at 96f63b0"
+	[rkey-bad-bufid]="not run: C WARNs for each rkey response (rtrs-clt.c:562, WARN_ON(buf_id != msg_id)) and fails the requests with ECONNABORTED, seen at 96f63b0"
 	[rsp-qd-max]="not run: the C client takes queue_depth 65535 with 8 KiB chunks (its IMM cannot address them), sizes its queues for it and runs the VM out of memory (kernel panic, seen at 3009a5c)"
 )
 # Cases whose fault shows only when the path reconnects: the session over
@@ -211,10 +216,12 @@ run_case() {
 	kill $spid 2>/dev/null; wait $spid
 	# What the client logged about it: its lines after the mark, without the
 	# ones every close prints.
-	all=$(dmesg | awk -v m="$m" -v mod="$CL_MOD:" 'index($0, m) { f = 1; next } f && index($0, mod)' |
-		sed -e 's/^\[[ 0-9.]*\] //' -e "s/^$CL_MOD: //" |
-		grep -vE 'CM error \(CM event: timewait exit|session (opened|closed)|Unhandled QP event|QP event COMM_EST')
-	lines=$(sort <<<"$all" | uniq -c | sort -rn | head -n 4 | sed 's/^ *//' | tr '\n' '|')
+	# (C's lines start "rtrs_client L<line>: ", this module's "rtrs_client_rs: ".)
+	all=$(dmesg | awk -v m="$m" -v mod="$CL_MOD" 'index($0, m) { f = 1; next }
+		f && (index($0, mod ":") || index($0, mod " L") || index($0, "WARNING:"))' |
+		sed -E -e 's/^\[[ 0-9.]*\] //' -e "s/^$CL_MOD( L[0-9]+)?: //" -e 's/^WARNING: CPU: [0-9]+ PID: [0-9]+ at /WARN at /' |
+		grep -vE 'CM error \(CM event: timewait exit|session (opened|closed)|Unhandled QP event|QP event COMM_EST|^$')
+	lines=$( [ -n "$all" ] && sort <<<"$all" | uniq -c | sort -rn | head -n 4 | sed 's/^ *//' | tr '\n' '|')
 	exp=${EXPECT[$c]:-}
 	if [ "$CL" = rs ] && [ -n "$exp" ] && [ "$exp" != ok ] && ! grep -qE -- "$exp" <<<"$all"; then
 		BAD+="no log line matching /$exp/; "
