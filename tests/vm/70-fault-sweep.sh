@@ -42,7 +42,7 @@ ALL_OPS="load map1 map2 add remove reconnect disconnect unmap linkloss"
 FS_OPS=${FS_OPS:-$(by_tier map1 "$ALL_OPS")}
 FS_MODES=${FS_MODES:-$(by_tier task "task slab page")}
 # The quick tier fails the first few call paths of each census.
-FS_QUICK_PATHS=${FS_QUICK_PATHS:-3}
+FS_QUICK_PATHS=${FS_QUICK_PATHS:-2}
 FS_CLIENTS=${FS_CLIENTS:-$(by_tier rs "rs c")}
 FS_MAX=${FS_MAX:-0}
 QUICK=$(by_tier 1 0)

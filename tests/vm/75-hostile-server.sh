@@ -107,7 +107,7 @@ declare -A C_SKIP=(
 # Cases whose fault shows only when the path reconnects: the session over
 # the hostile path alone is reconnected through sysfs once it is open.
 declare -A RECONNECT=([rsp-qd-changes]=1)
-QUICK_CASES="good rsp-bad-magic info-desc-overflow io-rsp-twice io-errno-eio hb-flood"
+QUICK_CASES="good rsp-bad-magic info-desc-overflow io-rsp-twice hb-flood"
 if [ -x "$HS" ]; then ALL_CASES=$("$HS" --list | tr '\n' ' '); else ALL_CASES=$QUICK_CASES; fi
 HS_CASES=${HS_CASES:-$(by_tier "$QUICK_CASES" "$ALL_CASES")}
 HS_CLIENTS=${HS_CLIENTS:-$(by_tier rs "rs c")}
