@@ -632,7 +632,7 @@ impl<C: IoCon> IoCtx<C> {
             req.need_inval.store(false, Ordering::Release);
         }
         if !self.complete_rdma_req(con, req, errno) {
-            // A response unasked for, or a second one: C WARNs.
+            // A response unasked for, or a second one: C ignores it silently.
             pr_err_rl!(
                 "{}: IO response for msg_id {} that is not in flight\n",
                 con.sess(),
