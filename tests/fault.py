@@ -79,13 +79,29 @@ def kallsyms(modules=True):
 
 
 def range_module(mod):
-    addrs = [a for a, _, m in kallsyms() if m == mod]
-    if not addrs:
+    """The module's text: its symbols' longest unbroken run in address
+    order, up to the next symbol of anything else. (A text symbol of the
+    module outside its text area, or another module's text between two of
+    its symbols, would otherwise stretch the range over that module: C's
+    rtrs_client's range once held rnbd_client's frames.)"""
+    syms = kallsyms()
+    runs = []
+    for i, (a, _, m) in enumerate(syms):
+        if m != mod:
+            continue
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    if not runs:
         sys.exit(f"fault.py: no text symbols of module {mod}")
-    # A module's text is its own page-aligned vmalloc area followed by a guard
-    # page: one page past the last symbol's page stays inside both.
-    end = ((max(addrs) + PAGE) & ~(PAGE - 1)) + PAGE
-    return min(addrs), end
+    first, last = max(runs, key=lambda r: r[1] - r[0])
+    # A module's text is its own page-aligned area followed by a guard page:
+    # one page past the last symbol's page stays inside both.
+    end = ((syms[last][0] + PAGE) & ~(PAGE - 1)) + PAGE
+    if last + 1 < len(syms):
+        end = min(end, syms[last + 1][0])
+    return syms[first][0], end
 
 
 def base_name(n):
