@@ -319,7 +319,7 @@ mp_path_delay() { _mp_netem "$1" delay "${2}ms"; }
 # path; tests/vm/57 at 22d8dfe, 1 time in 6 in a loop). Path n lost before
 # <cond> holds is reconnected once, with the delay kept (no second swap),
 # and <cond> waited for again; that retry is logged. False if <cond> never
-# held.
+# held, or if path n vanished (it is not reconnected then).
 mp_path_delay_up() {
 	_MP_S=$1 _MP_N=$2 _MP_COND=$5
 	local ms=$3 t=$4
@@ -327,10 +327,13 @@ mp_path_delay_up() {
 	wait_for "$t" _mp_cond_or_down
 	"$_MP_COND" && return 0
 	mp_path_connected "$_MP_S" "$_MP_N" && return 1
+	mp_path_gone "$_MP_S" "$_MP_N" && { diag "path $_MP_N vanished after its netem delay was added"; return 1; }
 	diag "path $_MP_N lost after its netem delay was added ($(mp_path_state "$_MP_S" "$_MP_N")): reconnected once, the delay kept"
 	mp_path_reconnect "$_MP_S" "$_MP_N" 90 || return 1
 	wait_for "$t" "$_MP_COND"
 }
+# _mp_cond_or_down: <cond> holds, or path n is not connected: down or gone,
+# either ends the wait (mp_path_delay_up tells them apart after it).
 _mp_cond_or_down() { "$_MP_COND" || ! mp_path_connected "$_MP_S" "$_MP_N"; }
 
 # mp_path_loss <n> <pct>: drop <pct>% of packets in each direction (100 = a
@@ -389,12 +392,17 @@ mp_run_io() {
 # mp_path_state <sess> <n>: "connected" or "disconnected" (the client's view).
 mp_path_state() { _mp_dir "$1" "$2"; if _read_line "$_MP_DIR/state"; then echo "$_LINE"; else echo gone; fi; }
 mp_path_connected() { _mp_dir "$1" "$2"; _read_line "$_MP_DIR/state" && [ "$_LINE" = connected ]; }
-mp_path_down() { ! mp_path_connected "$1" "$2"; }
+# mp_path_down <sess> <n>: path n is still listed and not connected. A path
+# that vanished (no sysfs dir: removed, or its session closed) is not down:
+# a cut, a link down or a silent peer must leave the path in place.
+mp_path_down() { _mp_dir "$1" "$2"; _read_line "$_MP_DIR/state" && [ "$_LINE" != connected ]; }
+# mp_path_gone <sess> <n>: path n is not listed (its sysfs dir is gone).
+mp_path_gone() { _mp_dir "$1" "$2"; [ ! -e "$_MP_DIR" ]; }
 # pstate <dir>: ST = the path's state at sysfs dir <dir> ("gone" without it);
-# pconn and pdown test it.
+# pconn and pdown test it (pdown, as mp_path_down: listed, not connected).
 pstate() { ST=gone; _read_line "$1/state" && ST=$_LINE; }
 pconn() { pstate "$1"; [ "$ST" = connected ]; }
-pdown() { ! pconn "$1"; }
+pdown() { pstate "$1"; [ "$ST" != connected ] && [ "$ST" != gone ]; }
 # mp_path_rdma <sess> <n>: its stats/rdma: "rd_cnt rd_bytes wr_cnt wr_bytes inflight failover".
 mp_path_rdma() { _mp_dir "$1" "$2"; _read_line "$_MP_DIR/stats/rdma" && echo "$_LINE"; }
 # mp_path_reqs <sess> <n>: read + write requests sent over path n so far.
