@@ -274,10 +274,13 @@ tap_if "round-robin IO over the paths with $NRM removed under it (fio still runn
 [ $rc -eq 0 ] || diag "$(tail -n 20 /tmp/lim-fio.out)"
 tap_if "inflight sums to 0 once the IO stopped ($inf)" test "$inf" -eq 0
 echo min-inflight > $cls/mpath_policy
-if mp_path_reconnect $S 1 60 && data_ok; then
+# Path 1 was disconnected above (and a sysfs disconnect stays): a path that
+# never went would pass the reconnect without one.
+pstate "$p1d"; p1_was=$ST
+if [ "$p1_was" = disconnected ] && mp_path_reconnect $S 1 60 && data_ok; then
 	tap_ok "path 1 reconnects ($n paths up), data intact"
 else
-	tap_not_ok "path 1 reconnects, data intact"; diag "$(mp_status $S)"
+	tap_not_ok "path 1 ($p1_was before) reconnects, data intact"; diag "$(mp_status $S)"
 fi
 
 # --- close while a reconnect work is connecting -----------------------------------
