@@ -126,9 +126,10 @@ back() {
 	MP_VERBOSE=1 mp_path_reconnect $SESS "$1" 90 2>&1 | sed 's/^/# /'
 	if [ "${PIPESTATUS[0]}" -eq 0 ]; then ts "$2: path $1 back"; else ts "$2: path $1 did not come back"; churn_ok=0; fi
 }
-# noticed <n> <what>: RTRS saw path n go (IO in flight fails, or the heartbeat).
+# noticed <n> <what>: RTRS saw path n go (IO in flight fails, or the
+# heartbeat): listed and not connected; a path that vanished fails.
 noticed() {
-	if wait_for 60 mp_path_down $SESS "$1"; then ts "$2: path $1 noticed down"; else ts "$2: path $1 still connected after 60 s"; churn_ok=0; fi
+	if wait_for 60 mp_path_down $SESS "$1"; then ts "$2: path $1 noticed down"; else ts "$2: path $1 not down after 60 s: $(mp_path_state $SESS "$1")"; churn_ok=0; fi
 }
 act_remove_add() {
 	local d; d=$(mp_path_dir $SESS 1)
@@ -234,7 +235,8 @@ out=$(timeout -k 10 120 fio --name=ml --filename="$dev" --direct=1 --ioengine=li
 ml_rc=$?
 d1=$(( $(mp_path_reqs $SESS 1) - r1 )); d2=$(( $(mp_path_reqs $SESS 2) - r2 ))
 ts "min-latency ($pol): path1 +$d1 requests, path2 +$d2 requests, fio rc $ml_rc"
-if [ $ml_rc -eq 0 ] && [ $d2 -gt 0 ] && [ $(( d2 * 100 / (d1 + d2) )) -ge 90 ]; then
+# (A count that went back, d1 < 0, is a path that vanished: mp_path_reqs reads 0.)
+if [ $ml_rc -eq 0 ] && [ $d1 -ge 0 ] && [ $d2 -gt 0 ] && [ $(( d2 * 100 / (d1 + d2) )) -ge 90 ]; then
 	tap_ok "min-latency sends >= 90% of the IO over the fast path 2 (path1 $d1, path2 $d2)"
 else
 	tap_not_ok "min-latency sends >= 90% of the IO over the fast path 2 (path1 $d1, path2 $d2, fio rc $ml_rc)"
