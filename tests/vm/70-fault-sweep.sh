@@ -327,7 +327,8 @@ op_linkloss_run() {
 	# rnbd's reconnect delay is 30 s: a sysfs reconnect brings it now.
 	[ "$OUT" = ok ] && { write_op plain "$P2DIR/reconnect" 1; }
 }
-pdown_p2() { ! pconn "$P2DIR"; }
+# Listed and not connected (a vanished path is not "down").
+pdown_p2() { [ -e "$P2DIR" ] && ! pconn "$P2DIR"; }
 op_linkloss_check() {
 	pconn "$P1DIR" || echo "path 1 is $ST after path 2's link loss"
 	io_ok
