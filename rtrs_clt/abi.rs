@@ -7,6 +7,7 @@ use core::sync::atomic::AtomicU32;
 
 use kernel::ffi::{c_int, c_void};
 
+use crate::addr::SockAddr;
 use crate::bindings;
 
 /// rnbd's confirmation callback (`rtrs_clt_req_ops.conf_fn`).
@@ -205,8 +206,8 @@ impl UsrHdr<'_> {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct PathAddr<'a> {
-    pub(crate) src: Option<&'a bindings::__kernel_sockaddr_storage>,
-    pub(crate) dst: Option<&'a bindings::__kernel_sockaddr_storage>,
+    pub(crate) src: Option<&'a SockAddr>,
+    pub(crate) dst: Option<&'a SockAddr>,
 }
 
 const _: () = {

@@ -5,6 +5,45 @@
 use crate::bindings;
 use crate::rtrs_core::sysfs_fmt;
 
+/// A `struct sockaddr_storage` held by value: a family, a port and an
+/// address, as the CM takes them.
+#[derive(Clone, Copy, Default)]
+#[repr(transparent)]
+pub(crate) struct SockAddr(bindings::__kernel_sockaddr_storage);
+
+// SAFETY: Plain bytes. The union's pointer member (`__align`) only aligns
+// the storage; nothing reads it as a pointer.
+unsafe impl Send for SockAddr {}
+// SAFETY: As above: shared reads of plain bytes.
+unsafe impl Sync for SockAddr {}
+
+impl SockAddr {
+    /// The address a C struct holds.
+    pub(crate) fn from_raw(ss: bindings::__kernel_sockaddr_storage) -> Self {
+        Self(ss)
+    }
+
+    /// The C struct, for the CM.
+    pub(crate) fn as_raw(&self) -> &bindings::__kernel_sockaddr_storage {
+        &self.0
+    }
+
+    /// `ss_family`.
+    pub(crate) fn family(&self) -> u16 {
+        family(&self.0)
+    }
+
+    /// The parsed form (`None` for a family rtrs does not print).
+    pub(crate) fn parsed(&self) -> Option<sysfs_fmt::RtrsSockaddr> {
+        to_rtrs_sockaddr(&self.0)
+    }
+
+    /// A parsed address, as `rtrs_addr_to_sockaddr` fills it.
+    pub(crate) fn from_rtrs(a: &sysfs_fmt::RtrsSockaddr) -> Self {
+        Self(from_rtrs_sockaddr(a))
+    }
+}
+
 /// The bytes of a `sockaddr_storage` (plain data: a family and bytes).
 fn bytes(ss: &bindings::__kernel_sockaddr_storage) -> &[u8] {
     let p: *const bindings::__kernel_sockaddr_storage = ss;
@@ -18,7 +57,7 @@ fn bytes(ss: &bindings::__kernel_sockaddr_storage) -> &[u8] {
 }
 
 /// `ss_family`.
-pub(crate) fn family(ss: &bindings::__kernel_sockaddr_storage) -> u16 {
+fn family(ss: &bindings::__kernel_sockaddr_storage) -> u16 {
     let b = bytes(ss);
     u16::from_ne_bytes([
         b.first().copied().unwrap_or(0),
@@ -28,9 +67,7 @@ pub(crate) fn family(ss: &bindings::__kernel_sockaddr_storage) -> u16 {
 
 /// A parsed address as the `sockaddr_storage` `rtrs_addr_to_sockaddr`
 /// fills: `sockaddr_in`, `sockaddr_in6` or `sockaddr_ib` (sid mask all ones).
-pub(crate) fn from_rtrs_sockaddr(
-    a: &sysfs_fmt::RtrsSockaddr,
-) -> bindings::__kernel_sockaddr_storage {
+fn from_rtrs_sockaddr(a: &sysfs_fmt::RtrsSockaddr) -> bindings::__kernel_sockaddr_storage {
     let mut b = [0u8; core::mem::size_of::<bindings::__kernel_sockaddr_storage>()];
     let mut put = |off: usize, v: &[u8]| {
         if let Some(d) = off.checked_add(v.len()).and_then(|end| b.get_mut(off..end)) {
@@ -97,9 +134,7 @@ pub(crate) fn dev_ifindex(name: &[u8]) -> Option<u32> {
 }
 
 /// The parts of a `sockaddr_storage` that `rtrs_addr_to_str` prints.
-pub(crate) fn to_rtrs_sockaddr(
-    ss: &bindings::__kernel_sockaddr_storage,
-) -> Option<sysfs_fmt::RtrsSockaddr> {
+fn to_rtrs_sockaddr(ss: &bindings::__kernel_sockaddr_storage) -> Option<sysfs_fmt::RtrsSockaddr> {
     let b = bytes(ss);
     let fam = u32::from(family(ss));
     let port = u16::from_be_bytes([*b.get(2)?, *b.get(3)?]);

@@ -63,7 +63,13 @@ pub(crate) unsafe extern "C" fn rtrs_clt_open(
         max_reconnect_attempts,
         nr_poll_queues,
     ) {
-        Ok(s) => s.cast_mut(),
+        Ok(s) => {
+            // rnbd's handle: this reference, given back to `rtrs_clt_close`.
+            let raw = Arc::into_raw(s);
+            // SAFETY: From `into_raw`; only `rtrs_clt_close` takes it back.
+            unsafe { Sess::show_files(raw) };
+            raw.cast_mut()
+        }
         Err(e) => {
             pr_err!(
                 "{}: rtrs_clt_open failed: {}\n",

@@ -21,7 +21,7 @@ use kernel::str::CString;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 
-use crate::addr::to_rtrs_sockaddr;
+use crate::addr::SockAddr;
 use crate::bindings;
 use crate::cm::{CmEvent, CmHandler, CmIdRef};
 use crate::error::{econnaborted, econnreset, ehostunreach};
@@ -112,19 +112,13 @@ pub(crate) struct PathName {
 }
 
 impl PathName {
-    fn new(
-        src: &bindings::__kernel_sockaddr_storage,
-        dst: &bindings::__kernel_sockaddr_storage,
-    ) -> Self {
+    fn new(src: &SockAddr, dst: &SockAddr) -> Self {
         let mut n = Self {
             buf: [0; NAME_MAX],
             len: 0,
         };
-        n.len = sysfs_fmt::rtrs_addr_to_str(
-            &mut n.buf,
-            to_rtrs_sockaddr(src).as_ref(),
-            to_rtrs_sockaddr(dst).as_ref(),
-        );
+        n.len =
+            sysfs_fmt::rtrs_addr_to_str(&mut n.buf, src.parsed().as_ref(), dst.parsed().as_ref());
         n
     }
 
@@ -210,7 +204,7 @@ pub(crate) struct PathInner {
     pub(crate) max_pages_per_mr: u32,
     /// The source address cid 0's route resolved to, recorded when it is
     /// established as C does (`s.src_addr`); names the path in sysfs.
-    pub(crate) resolved_src: Option<bindings::__kernel_sockaddr_storage>,
+    pub(crate) resolved_src: Option<SockAddr>,
 }
 
 /// The part of a path that CM handlers and CQ callbacks reach.
@@ -225,9 +219,9 @@ pub(crate) struct PathShared {
     uuid: [u8; 16],
     /// `clt->paths_uuid` (session uuid).
     paths_uuid: [u8; 16],
-    pub(crate) dst_addr: bindings::__kernel_sockaddr_storage,
+    pub(crate) dst_addr: SockAddr,
     /// `s.src_addr`: all zeros ("any") when no source was given.
-    pub(crate) src_addr: bindings::__kernel_sockaddr_storage,
+    pub(crate) src_addr: SockAddr,
     /// "src@dst" from the addresses given, until `dir_name` is set.
     given_name: PathName,
     /// `s.con_num` and `s.irq_con_num`.
@@ -292,19 +286,12 @@ pub(crate) struct PathShared {
     policy_gen: Arc<PolicyGen>,
 }
 
-// SAFETY: `dst_addr` and `src_addr` are plain data never written after
-// init; every other field is an atomic, a mutex, a completion, an RCU box
-// or immutable.
-unsafe impl Send for PathShared {}
-// SAFETY: As above.
-unsafe impl Sync for PathShared {}
-
 /// What a new path is made from (`alloc_path`'s arguments).
 pub(crate) struct PathArgs<'a> {
     pub(crate) pool: &'a Arc<DevPool>,
     pub(crate) sessname: &'a CStr,
-    pub(crate) src: &'a bindings::__kernel_sockaddr_storage,
-    pub(crate) dst: &'a bindings::__kernel_sockaddr_storage,
+    pub(crate) src: &'a SockAddr,
+    pub(crate) dst: &'a SockAddr,
     pub(crate) paths_uuid: [u8; 16],
     /// The session is new to the server (`for_new_clt`).
     pub(crate) for_new_clt: bool,
@@ -527,17 +514,12 @@ impl PathShared {
 
     /// The path's source address: the one cid 0's route resolved to once it
     /// is established, else the one given (zeros when none was).
-    pub(crate) fn src_addr(&self) -> bindings::__kernel_sockaddr_storage {
+    pub(crate) fn src_addr(&self) -> SockAddr {
         self.inner.lock().resolved_src.unwrap_or(self.src_addr)
     }
 
     /// `(src_addr, dst_addr)`, as given to connect.
-    pub(crate) fn addrs(
-        &self,
-    ) -> (
-        &bindings::__kernel_sockaddr_storage,
-        &bindings::__kernel_sockaddr_storage,
-    ) {
+    pub(crate) fn addrs(&self) -> (&SockAddr, &SockAddr) {
         (&self.src_addr, &self.dst_addr)
     }
 

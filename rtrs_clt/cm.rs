@@ -17,6 +17,7 @@ use core::ptr::NonNull;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 
+use crate::addr::SockAddr;
 use crate::bindings;
 
 fn ms_to_c_ulong(ms: u32) -> kernel::ffi::c_ulong {
@@ -56,7 +57,7 @@ impl CmIdRef<'_> {
             CmBinding {
                 device: (*id).device,
                 port_num: (*id).port_num,
-                src_addr: (*id).route.addr.src_addr,
+                src_addr: SockAddr::from_raw((*id).route.addr.src_addr),
             }
         }
     }
@@ -108,7 +109,7 @@ pub(crate) struct CmBinding {
     pub(crate) port_num: u32,
     /// The source address the route resolved to
     /// (`cm_id->route.addr.src_addr`), final once ESTABLISHED is delivered.
-    pub(crate) src_addr: bindings::__kernel_sockaddr_storage,
+    pub(crate) src_addr: SockAddr,
 }
 
 /// One CM event.
@@ -274,14 +275,9 @@ impl<T: CmHandler> CmId<T> {
 
     /// `rdma_resolve_addr(id, src, dst, timeout_ms)`; an all-zero `src`
     /// (family 0) means any source, as in C.
-    pub(crate) fn resolve_addr(
-        &self,
-        src: &bindings::__kernel_sockaddr_storage,
-        dst: &bindings::__kernel_sockaddr_storage,
-        timeout_ms: u32,
-    ) -> Result {
-        let src: *const bindings::__kernel_sockaddr_storage = src;
-        let dst: *const bindings::__kernel_sockaddr_storage = dst;
+    pub(crate) fn resolve_addr(&self, src: &SockAddr, dst: &SockAddr, timeout_ms: u32) -> Result {
+        let src: *const bindings::__kernel_sockaddr_storage = src.as_raw();
+        let dst: *const bindings::__kernel_sockaddr_storage = dst.as_raw();
         // SAFETY: The id is live; `src` and `dst` are valid sockaddr_storage
         // that rdma_cm copies.
         to_result(unsafe {

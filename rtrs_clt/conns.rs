@@ -234,7 +234,7 @@ impl PathConns {
             .checked_rem(nr_cpus)
             .unwrap_or(0);
         let con = KBox::pin_init(Con::new(cid, cpu, shared.clone(), up.clone()), GFP_KERNEL)?;
-        let family = crate::addr::family(&shared.dst_addr);
+        let family = shared.dst_addr.family();
         let ps = if u32::from(family) == kernel::bindings::AF_IB {
             bindings::rdma_ucm_port_space_RDMA_PS_IB
         } else {

@@ -13,6 +13,7 @@ use kernel::ffi::c_void;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
+use crate::addr::SockAddr;
 use crate::bindings;
 use crate::rtrs_core::path_state::DevEventKind;
 use crate::verbs::DevRef;
@@ -65,7 +66,7 @@ impl<T: DevEventHandler> DevEvents<T> {
     pub(crate) fn register(
         dev: &DevRef,
         port: u32,
-        src: &bindings::__kernel_sockaddr_storage,
+        src: &SockAddr,
         owner: T,
     ) -> Result<Pin<KBox<Self>>> {
         let dev = dev.try_clone()?;
@@ -86,7 +87,7 @@ impl<T: DevEventHandler> DevEvents<T> {
                 this.w.get(),
                 this.dev.ib_dev(),
                 port,
-                src,
+                src.as_raw(),
                 ctx.cast_mut().cast(),
                 Some(watch_fn::<T>),
             )

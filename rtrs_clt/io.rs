@@ -17,7 +17,6 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use kernel::ffi::c_int;
 use kernel::prelude::*;
-use kernel::types::Opaque;
 
 use crate::abi::{Confirm, UsrHdr};
 use crate::bindings;
@@ -30,8 +29,8 @@ use crate::rtrs_core::proto::{
 use crate::stats::PathStats;
 use crate::sync::{RcuGuard, SlotCell, SlotMut};
 use crate::verbs::{
-    first_cqe_done, static_cqe, wc_status_msg, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg,
-    Mr, Qp, QpOwner, SgList,
+    static_cqe, wc_status_msg, Cqe, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
+    QpOwner, SgList,
 };
 
 /// What the IO path uses of the connection it posts on and completes from:
@@ -191,20 +190,13 @@ struct ReqOwned<C: IoCon> {
 /// the `Req`).
 #[repr(C)]
 pub(crate) struct Req<C: IoCon> {
-    inv_cqe: Opaque<bindings::ib_cqe>,
+    inv_cqe: Cqe,
     slot: SlotCell<ReqOwned<C>>,
     /// `mr->need_inval`: the MR was registered and the server did not
     /// invalidate it.
     need_inval: AtomicBool,
     inv_errno: AtomicI32,
 }
-
-// SAFETY: `inv_cqe` is written only at creation and then used by the verbs
-// core; `slot` hands its data between threads (`SlotCell`), and the rest is
-// `Send` and `Sync`.
-unsafe impl<C: IoCon> Send for Req<C> {}
-// SAFETY: As above.
-unsafe impl<C: IoCon> Sync for Req<C> {}
 
 /// One path's IO state: `reqs`, the server chunks (`rbufs`), and the
 /// numbers IO needs, readable without locks.
@@ -269,9 +261,7 @@ impl<C: IoCon> IoCtx<C> {
             // INVARIANT: `inv_cqe` first (repr(C)).
             reqs.push(
                 Req {
-                    inv_cqe: Opaque::new(bindings::ib_cqe {
-                        done: Some(first_cqe_done::<Req<C>>),
-                    }),
+                    inv_cqe: Cqe::of::<Req<C>>(),
                     slot: SlotCell::new(ReqOwned {
                         io: ReqIo::IDLE,
                         iu,
@@ -742,7 +732,7 @@ impl<C: IoCon> IoCtx<C> {
         let qp = con.qp(&g).ok_or(econnaborted())?;
         let wr = bindings::ib_send_wr {
             __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                wr_cqe: req.inv_cqe.get(),
+                wr_cqe: req.inv_cqe.as_ptr(),
             },
             opcode: bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
             send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as c_int,

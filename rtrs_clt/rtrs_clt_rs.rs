@@ -14,6 +14,8 @@
 //! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers (C functions
 //!   declared `safe` in `bindings/safe.rs`);
 //! - `log`: rate-limited logging for completion context;
+//! - `addr`: `SockAddr` (a `sockaddr_storage` by value) and its
+//!   conversions to and from rtrs_core's parsed form;
 //! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
 //!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, work requests,
 //!   `QpRing`: a connection's QP with its CQ and receive buffers, and the
@@ -30,7 +32,6 @@
 //!   module's own);
 //! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
 //!   rnbd's callbacks (`LinkEvCb`, `Confirm`);
-//! - `addr`: addresses between rtrs_core's parsed form and `sockaddr`;
 //! - `wq`: the workqueue and the delayed work embedded in its owner
 //!   (`DelayedWork`);
 //! - `stats`: per-CPU path statistics;
@@ -45,7 +46,8 @@
 //! - `path`: a path across reconnects (`SessPath`), with its recovery,
 //!   reconnect and close works; it calls its session through `PathOwner`;
 //! - `permits`: a session's permit pool;
-//! - `kobj`: the sysfs objects (session device, path directories);
+//! - `kobj`: the sysfs objects (the class, session device, path
+//!   directories, the token of a running path store);
 //! - `sess`: the session, its path list, policies and failover;
 //! - `api`: the exported `rtrs_clt_*` functions (exported by
 //!   `bindings/rtrs_export.c`);
@@ -148,7 +150,7 @@ struct RtrsClientModule {
     _globals: sess::GlobalsGuard,
     _dev_pool: Arc<verbs::DevPool>,
     _ib_client: verbs::IbClient,
-    _class: sysfs::Class,
+    _class: Arc<kobj::Class>,
     _wq: Arc<wq::Workqueue>,
 }
 
@@ -156,7 +158,7 @@ impl kernel::Module for RtrsClientModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let hb = hb_params()?;
         let wq = wq::Workqueue::new(c_str!("rtrs_client_wq"))?;
-        let class = sysfs::Class::new(c_str!("rtrs-client"))?;
+        let class = Arc::new(kobj::Class::new(c_str!("rtrs-client"))?, GFP_KERNEL)?;
         let ib_client = verbs::IbClient::register(c_str!("rtrs_client_rs"))?;
         let dev_pool = verbs::DevPool::new()?;
         pr_info!(
@@ -165,7 +167,7 @@ impl kernel::Module for RtrsClientModule {
             hb.missed_max,
             hb.detect_ms()
         );
-        let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.as_ptr(), wq.clone(), hb)?;
+        let globals = sess::GlobalsGuard::new(dev_pool.clone(), class.clone(), wq.clone(), hb)?;
         Ok(Self {
             _globals: globals,
             _dev_pool: dev_pool,

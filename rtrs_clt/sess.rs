@@ -11,7 +11,7 @@ use core::cell::Cell;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::c_int;
 use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -19,12 +19,11 @@ use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr};
-use crate::addr::from_rtrs_sockaddr;
-use crate::bindings;
+use crate::addr::SockAddr;
 use crate::clt::{PathArgs, PathLink, PathShared, PolicyGen, RtrsCltState};
 use crate::error::{ecomm, econnreset, emsgsize};
 use crate::io::{ReqDesc, UserReq};
-use crate::kobj::{PathKobj, SessDev};
+use crate::kobj::{Class, PathKobj, PathStore, SessDev};
 use crate::log::pr_warn_rl;
 use crate::misc::nr_cpu_ids;
 use crate::misc::uuid_gen;
@@ -59,16 +58,10 @@ type PathHandle = crate::path::PathHandle<Sess>;
 #[derive(Clone)]
 pub(crate) struct Globals {
     pool: Arc<DevPool>,
-    class: *mut bindings::class,
+    class: Arc<Class>,
     wq: Arc<Workqueue>,
     hb: HbParams,
 }
-
-// SAFETY: `class` is the module's, live from init to exit and used only
-// through kernel functions that allow any thread; the rest is `Send + Sync`.
-unsafe impl Send for Globals {}
-// SAFETY: As above.
-unsafe impl Sync for Globals {}
 
 static GLOBALS: RcuBox<Globals> = RcuBox::empty();
 
@@ -79,7 +72,7 @@ pub(crate) struct GlobalsGuard;
 impl GlobalsGuard {
     pub(crate) fn new(
         pool: Arc<DevPool>,
-        class: *mut bindings::class,
+        class: Arc<Class>,
         wq: Arc<Workqueue>,
         hb: HbParams,
     ) -> Result<Self> {
@@ -204,17 +197,11 @@ struct SessLimits {
     clt: RtrsCltLimits,
 }
 
-// SAFETY: `dev` is the session's sysfs device, used from any thread in
-// process context; the rest is `Send`/`Sync`.
-unsafe impl Send for Sess {}
-// SAFETY: As above.
-unsafe impl Sync for Sess {}
-
 impl Sess {
     /// `rtrs_clt_open`: the session first (so that its paths can count
     /// themselves up, without link events until it has opened), then each
-    /// path connected in turn, then the permits. Returns the handle rnbd
-    /// keeps until `close` (`Arc::into_raw`).
+    /// path connected in turn, then the permits. The caller shows the
+    /// session's files (`show_files`) with the handle it gives out.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
         link_ev: LinkEvCb,
@@ -225,7 +212,7 @@ impl Sess {
         reconnect_delay_sec: u8,
         max_reconnect_attempts: i16,
         nr_poll_queues: u32,
-    ) -> Result<*const Sess> {
+    ) -> Result<Arc<Sess>> {
         if check_sessname(pathname.as_bytes()).is_err() || pathname.as_bytes().len() >= NAME_MAX {
             pr_err!("pathname cannot contain / and .\n");
             return Err(EINVAL);
@@ -242,7 +229,7 @@ impl Sess {
         }
         let sess = Arc::new(
             Sess {
-                dev: SessDev::new(g.class, &sessname)?,
+                dev: SessDev::new(&g.class, &sessname)?,
                 sessname,
                 paths: KBox::pin_init(
                     RcuArray::new(
@@ -283,12 +270,20 @@ impl Sess {
                 l.clt.max_segments
             );
         }
-        let raw = Arc::into_raw(sess);
-        // SAFETY: `raw` is the handle rnbd keeps until `close`, which
-        // deletes the device (and so its files) first; the files turn it
-        // back into an `ArcBorrow`.
-        unsafe { (*raw).dev.set_sess(raw.cast()) };
-        Ok(raw)
+        Ok(sess)
+    }
+
+    /// Points the session's sysfs files at `this`, the handle its user
+    /// keeps until `close`; the files turn it back into an `ArcBorrow`.
+    ///
+    /// # Safety
+    ///
+    /// `this` came from `Arc::into_raw` and that reference is given up only
+    /// to `close`, which deletes the files first.
+    pub(crate) unsafe fn show_files(this: *const Self) {
+        // SAFETY: `this` is live (the function's contract), and stays so
+        // while the files exist.
+        unsafe { (*this).dev.set_sess(this.cast()) };
     }
 
     /// The paths of open, each connected and listed, then the limits.
@@ -440,9 +435,9 @@ impl Sess {
         let src = addr
             .src
             .as_ref()
-            .map(from_rtrs_sockaddr)
+            .map(SockAddr::from_rtrs)
             .unwrap_or_default();
-        let dst = from_rtrs_sockaddr(&addr.dst);
+        let dst = SockAddr::from_rtrs(&addr.dst);
         let entry = {
             let mut closing = self.paths.lock();
             if *closing {
@@ -509,15 +504,19 @@ impl Sess {
         Ok(())
     }
 
-    /// `rtrs_clt_remove_path_from_sysfs`: closes the path, marks it DEAD,
-    /// unlinks it and removes its directory (from within the store of its
-    /// own `attr`), then frees it.
+    /// `rtrs_clt_remove_path_from_sysfs`: closes the path whose
+    /// `remove_path` file's store is running (`store`), marks it DEAD,
+    /// unlinks it and removes its directory from within that store, then
+    /// frees it.
     ///
-    /// `sp` only names the path (it is freed here): this holds its own
+    /// `store` only names the path (it is freed here): this holds its own
     /// reference to the entry while it works.
-    pub(crate) fn remove_path(&self, sp: *const SessPath, attr: *const c_void) -> Result {
+    pub(crate) fn remove_path(&self, store: PathStore) -> Result {
         // Not listed: removed already (DEAD), as C's second remove finds it.
-        let Some(entry) = self.paths.lock().find(|e| core::ptr::eq(&*e.sp, sp)) else {
+        let Some(entry) = self.paths.lock().find(|e| {
+            let sp: *const SessPath = &*e.sp;
+            store.is_on(sp.cast())
+        }) else {
             return Ok(());
         };
         let sp = &entry.sp;
@@ -544,7 +543,7 @@ impl Sess {
         if let Some((i, kobj, e)) = removed {
             self.rr_cursor_on_remove(i);
             if let Some(k) = kobj {
-                k.destroy_self(attr);
+                k.destroy_self(store);
             }
             drop(e);
         }

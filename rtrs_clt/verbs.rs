@@ -165,6 +165,31 @@ pub(crate) fn static_cqe<H: CqeHandler>() -> *mut bindings::ib_cqe {
     c.cast_mut().cast()
 }
 
+/// The `ib_cqe` first in a [`CqeFirst`] type: set to the type's trampoline
+/// when made, then only read, by the verbs core, to call it.
+#[repr(transparent)]
+pub(crate) struct Cqe(Opaque<bindings::ib_cqe>);
+
+// SAFETY: Written only by `of`; afterwards nothing but the verbs core reads
+// it (its `done`, a function pointer), from any CPU.
+unsafe impl Send for Cqe {}
+// SAFETY: As above: shared reads only.
+unsafe impl Sync for Cqe {}
+
+impl Cqe {
+    /// The cqe of `T`: its `done` is `first_cqe_done::<T>`.
+    pub(crate) fn of<T: CqeFirst>() -> Self {
+        Self(Opaque::new(bindings::ib_cqe {
+            done: Some(first_cqe_done::<T>),
+        }))
+    }
+
+    /// The `wr_cqe` to post.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_cqe {
+        self.0.get()
+    }
+}
+
 /// Types whose completions carry themselves: a `#[repr(C)]` struct with an
 /// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`], an IO request slot, a
 /// [`CqeHandler`]'s constant cqe).

@@ -11,8 +11,9 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 use kernel::sync::{Arc, ArcBorrow};
 
-use crate::addr::{dev_ifindex, to_rtrs_sockaddr};
+use crate::addr::dev_ifindex;
 use crate::bindings;
+use crate::kobj::PathStore;
 use crate::rtrs_core::sysfs_fmt::{self, Errno, ReconnAttRefused};
 use crate::sess::Sess;
 use crate::sess::SessPath;
@@ -127,11 +128,11 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
         }
         PathFile::SrcAddr => {
             let s = path.src_addr();
-            sysfs_fmt::rtrs_clt_src_addr_show(page, to_rtrs_sockaddr(&s).as_ref())
+            sysfs_fmt::rtrs_clt_src_addr_show(page, s.parsed().as_ref())
         }
         PathFile::DstAddr => {
             let (_, d) = path.addrs();
-            sysfs_fmt::rtrs_clt_dst_addr_show(page, to_rtrs_sockaddr(d).as_ref())
+            sysfs_fmt::rtrs_clt_dst_addr_show(page, d.parsed().as_ref())
         }
         PathFile::State => sysfs_fmt::rtrs_clt_state_show(page, path.state()),
         PathFile::CurLatency => {
@@ -164,7 +165,8 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_show(
 ///
 /// # Safety
 ///
-/// As `rtrs_rs_path_attr_show`; `buf` has `count` bytes.
+/// As `rtrs_rs_path_attr_show`; `buf` has `count` bytes; this is the store
+/// on `attr`, a file of the directory made for `path`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     path: *const c_void,
@@ -181,6 +183,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
             core::slice::from_raw_parts(buf.cast::<u8>(), count),
         )
     };
+    let path_ptr = path;
     let path = sp.shared();
     let Some(file) = PathFile::from_id(id) else {
         return EINVAL.to_errno() as isize;
@@ -226,9 +229,11 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
             }
             // `sp` (and `path`) may be freed by this call: not used after.
             let sess = sp.sess().clone();
-            let sp: *const SessPath = &*sp;
+            // SAFETY: This is the store on `attr`, a file of the directory
+            // made for `path` (the function's contract).
+            let store = unsafe { PathStore::new(path_ptr, attr) };
             let r = sess
-                .remove_path(sp, attr)
+                .remove_path(store)
                 .map_err(|e| Errno::from_errno(e.to_errno()));
             return stored(r, count);
         }
