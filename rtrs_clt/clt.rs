@@ -467,18 +467,14 @@ impl PathShared {
     /// The sysfs directory's name: "src@dst" with the source address that
     /// cid 0's route resolved to, fixed the first time this is called
     /// (once the path is connected, as C names its kobject). Process context.
-    pub(crate) fn dir_name(&self) -> &PathName {
+    /// -ENOMEM if it cannot be kept: the directory never takes another name.
+    pub(crate) fn dir_name(&self) -> Result<&PathName> {
         if self.dir_name.get().is_none() {
             let n = PathName::new(&self.src_addr(), &self.dst_addr);
-            if let Ok(b) = KBox::new(n, GFP_KERNEL) {
-                // Another caller may have set it meanwhile: theirs stays.
-                let _ = self.dir_name.set(b);
-            }
+            // Another caller may have set it meanwhile: theirs stays.
+            let _ = self.dir_name.set(KBox::new(n, GFP_KERNEL)?);
         }
-        match self.dir_name.get() {
-            Some(n) => n,
-            None => &self.given_name,
-        }
+        self.dir_name.get().ok_or(ENOMEM)
     }
 
     /// The path's name for logs and traces in any context: its sysfs

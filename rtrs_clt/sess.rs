@@ -581,17 +581,20 @@ impl Sess {
 
     /// `rtrs_clt_create_path_files`: paths/<src@dst> for a connected path.
     fn create_path_files(dev: &SessDev, sp: &PathHandle) -> Result<PathKobj> {
-        // The directory is named "src@dst" with the resolved source, as in C.
-        let name = sp.shared().dir_name().as_bytes();
-        let name = CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name)))?;
-        let spp: *const SessPath = &**sp;
-        // SAFETY: The `SessPath` is in an `Arc` that the entry's handle
-        // holds, and the kobject goes first (see `PathEntry`).
-        unsafe { PathKobj::new(dev, &name, spp.cast()) }.inspect_err(|e| {
+        let create = || {
+            // Named "src@dst" with the resolved source, as in C.
+            let name = sp.shared().dir_name()?.as_bytes();
+            let name = CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name)))?;
+            let spp: *const SessPath = &**sp;
+            // SAFETY: The `SessPath` is in an `Arc` that the entry's handle
+            // holds, and the kobject goes first (see `PathEntry`).
+            unsafe { PathKobj::new(dev, &name, spp.cast()) }
+        };
+        create().inspect_err(|e| {
             pr_err!(
-                "{}: create path files, err: {:?}\n",
+                "{}: create path files, err: {}\n",
                 sp.shared().sessname(),
-                e
+                e.to_errno()
             )
         })
     }
