@@ -33,7 +33,8 @@
 #
 # Environment: FS_CLIENTS ("rs c"), FS_OPS, FS_MODES ("task slab page"),
 # FS_MAX (cap on runs per way, 0 = none), FS_QUICK_PATHS, FS_QD (the
-# server's sess_queue_depth, 32).
+# server's sess_queue_depth, 32), FS_DEDUP (1: a call path failed in an
+# earlier operation is not failed again; 0: each operation fails all of its own).
 . "$(dirname "$0")/../lib.sh"
 # Path 2 crosses the routers of lib-mp.sh (MP_N=1), so that it can lose its link.
 MP_N=1
@@ -48,6 +49,7 @@ FS_QUICK_PATHS=${FS_QUICK_PATHS:-2}
 FS_CLIENTS=${FS_CLIENTS:-$(by_tier rs "rs c")}
 FS_MAX=${FS_MAX:-0}
 FS_QD=${FS_QD:-32}
+FS_DEDUP=${FS_DEDUP:-1}
 QUICK=$(by_tier 1 0)
 read -r -a _ops <<< "$FS_OPS"; n_ops=${#_ops[@]}
 read -r -a _cls <<< "$FS_CLIENTS"; n_cl=${#_cls[@]}
@@ -344,7 +346,7 @@ op_linkloss_check() {
 # which must find no fault left (else the census missed some). Each fault's
 # printed stack is matched against the path it was meant for.
 
-declare -A TOTAL=() PATHS=() NEW=() FIRED=() HIT=() OUTCOMES=() BAD=() TASK_SIGS=()
+declare -A TOTAL=() PATHS=() NEW=() FIRED=() HIT=() OUTCOMES=() BAD=() FAILED_PATHS=()
 
 # arm_run <op> <mode> <N>: the operation with allocation N failing; sets
 # FIRED_1 (1 if the fault was injected).
@@ -391,15 +393,14 @@ sweep() {
 	TOTAL[$key]=$FI_TOTAL PATHS[$key]=${#FI_NS[@]}
 	local -A known=()
 	for sig in "${FI_SIGS[@]}"; do known[$sig]=1; done
-	# A path of the writing task was failed by fail-nth already (the task
-	# way runs first): the other ways fail the rest.
-	if [ "$mode" = task ]; then
-		TASK_SIGS=()
-		for sig in "${FI_SIGS[@]}"; do TASK_SIGS[$sig]=1; done
-	elif [ ${#TASK_SIGS[@]} -gt 0 ]; then
+	# A call path whose fault was taken already, by an earlier way of this
+	# operation (the task way runs first) or by an earlier operation
+	# (FS_DEDUP=1: the same path through the client is the same code and
+	# error handling), is not failed again.
+	if [ ${#FAILED_PATHS[@]} -gt 0 ]; then
 		local ns=() kns=() sites=() sigs=()
 		for (( i = 0; i < ${#FI_NS[@]}; i++ )); do
-			[ -n "${TASK_SIGS[${FI_SIGS[$i]}]:-}" ] && continue
+			[ -n "${FAILED_PATHS["$CL ${FI_SIGS[$i]}"]:-}" ] && continue
 			ns+=("${FI_NS[$i]}"); kns+=("${FI_SITE_NS[$i]}")
 			sites+=("${FI_SITES[$i]}"); sigs+=("${FI_SIGS[$i]}")
 		done
@@ -428,6 +429,7 @@ sweep() {
 		msg=$("op_${op}_check" 2>&1)
 		[ -n "$msg" ] && BAD[$key]+="N=$n ($OUT): ${msg//$'\n'/; }; "
 		[ "$FIRED_1" = 1 ] || continue
+		FAILED_PATHS["$CL $sig"]=1
 		fired=$(( fired + 1 ))
 		outs+="$OUT|"
 		# Where it landed (a fault with __GFP_NOWARN prints nothing).
@@ -458,8 +460,8 @@ sweep() {
 	mark "$CL $op $mode: $FI_TOTAL allocations on ${PATHS[$key]} call paths, ${NEW[$key]} not failed yet; $fired of $max runs took their fault ($hit seen on their path) in $(( SECONDS - t0 )) s: ${OUTCOMES[$key]:-none}"
 }
 
-# row <client> <op>: per way, allocations/call paths/paths new to this
-# way/runs that took their fault/faults seen on their path.
+# row <client> <op>: per way, allocations/call paths/paths not failed before
+# (FAILED_PATHS)/runs that took their fault/faults seen on their path.
 row() {
 	local m k r=""
 	for m in $FS_MODES; do
@@ -491,7 +493,8 @@ run_client() {
 		local t0=$SECONDS
 		census "$op"
 		mark "$CL $op: census in $(( SECONDS - t0 )) s"
-		TASK_SIGS=()
+		# Without FS_DEDUP only the ways of one operation share.
+		[ "$FS_DEDUP" = 1 ] || FAILED_PATHS=()
 		for mode in $FS_MODES; do
 			[ "$op" = load ] && [ "$mode" != task ] && continue
 			[ "$op" = linkloss ] && [ "$mode" = task ] && continue
@@ -518,7 +521,7 @@ for a in $FI_ATTRS; do _fi_w $a/times 0; _fi_w $a/probability 0; done
 
 # The table: per operation and way, allocations / call paths / runs that
 # took their fault, and the outcomes of those runs.
-diag "per way: allocations/call paths/new to the way/runs that took their fault/seen on their path; the outcomes of those runs:"
+diag "per way: allocations/call paths/not failed before (this or an earlier operation)/runs that took their fault/seen on their path; the outcomes of those runs:"
 for op in $FS_OPS; do
 	for c in $FS_CLIENTS; do
 		diag "$c $op: $(row "$c" "$op")  [task: ${OUTCOMES[$c $op task]:-} | slab: ${OUTCOMES[$c $op slab]:-} | page: ${OUTCOMES[$c $op page]:-}]"
