@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! C's errnos for this module, in one place: the ones `kernel::error::code`
-//! does not define, the errno a wire check stands for (`From<WireError>`),
-//! and `ERR_PTR`.
+//! The module's one error type is the kernel's `Error` (an errno). This file
+//! has C's errnos that `kernel::error::code` does not define, the errno each
+//! of rtrs_core's refusals stands for (`From<WireError>` for a peer's
+//! message, `From<Errno>` for a sysfs write), and `ERR_PTR`. The errno goes
+//! back to C once, at the boundary: api.rs and the sysfs handlers.
 
 use kernel::bindings::{
     ECOMM, ECONNABORTED, ECONNRESET, EHOSTUNREACH, EMSGSIZE, ENOTCONN, ETIMEDOUT,
@@ -10,6 +12,7 @@ use kernel::bindings::{
 use kernel::error::Error;
 
 use crate::rtrs_core::proto::WireError;
+use crate::rtrs_core::sysfs_fmt::Errno;
 
 /// `-code`, for a uapi errno value.
 const fn neg(code: u32) -> i32 {
@@ -40,6 +43,13 @@ errnos! {
 impl From<WireError> for Error {
     /// The errno C returns for what the check refused.
     fn from(e: WireError) -> Self {
+        Error::from_errno(e.errno())
+    }
+}
+
+impl From<Errno> for Error {
+    /// What rtrs_core's sysfs parsers refused a write with.
+    fn from(e: Errno) -> Self {
         Error::from_errno(e.errno())
     }
 }

@@ -14,7 +14,7 @@ use kernel::sync::{Arc, ArcBorrow};
 use crate::addr::dev_ifindex;
 use crate::bindings;
 use crate::kobj::PathStore;
-use crate::rtrs_core::sysfs_fmt::{self, Errno, ReconnAttRefused};
+use crate::rtrs_core::sysfs_fmt::{self, ReconnAttRefused};
 use crate::sess::Sess;
 use crate::sess::SessPath;
 
@@ -22,10 +22,11 @@ fn shown(n: usize) -> isize {
     isize::try_from(n).unwrap_or(0)
 }
 
-fn stored(r: Result<(), Errno>, count: usize) -> isize {
+/// A store's return: `count`, or the errno (the one conversion to C's).
+fn stored(r: Result, count: usize) -> isize {
     match r {
         Ok(()) => isize::try_from(count).unwrap_or(isize::MAX),
-        Err(e) => e.errno() as isize,
+        Err(e) => e.to_errno() as isize,
     }
 }
 
@@ -190,19 +191,17 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     };
     let reset: fn(&crate::stats::PathStats) = match file {
         PathFile::Reconnect => {
-            let r = sysfs_fmt::rtrs_clt_reconnect_store(b).and_then(|()| {
-                sp.reconnect_from_sysfs()
-                    .map_err(|e| sysfs_fmt::Errno::from_errno(e.to_errno()))
-            });
-            if let Err(e) = r {
-                if e == Errno::EINVAL {
+            let r = match sysfs_fmt::rtrs_clt_reconnect_store(b) {
+                Ok(()) => sp.reconnect_from_sysfs(),
+                Err(e) => {
                     pr_err!(
                         "{}: reconnect: unknown value: '{}'\n",
                         path.sessname(),
                         trimmed(b)
                     );
+                    Err(e.into())
                 }
-            }
+            };
             return stored(r, count);
         }
         PathFile::Disconnect => {
@@ -215,7 +214,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
                     trimmed(b)
                 ),
             }
-            return stored(r, count);
+            return stored(r.map_err(Error::from), count);
         }
         PathFile::RemovePath => {
             let r = sysfs_fmt::rtrs_clt_remove_path_store(b);
@@ -225,17 +224,14 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
                     path.sessname(),
                     trimmed(b)
                 );
-                return stored(r, count);
+                return stored(r.map_err(Error::from), count);
             }
             // `sp` (and `path`) may be freed by this call: not used after.
             let sess = sp.sess().clone();
             // SAFETY: This is the store on `attr`, a file of the directory
             // made for `path` (the function's contract).
             let store = unsafe { PathStore::new(path_ptr, attr) };
-            let r = sess
-                .remove_path(store)
-                .map_err(|e| Errno::from_errno(e.to_errno()));
-            return stored(r, count);
+            return stored(sess.remove_path(store), count);
         }
         PathFile::CpuMigrationFrom | PathFile::CpuMigrationTo => {
             crate::stats::PathStats::reset_cpu_migr
@@ -256,7 +252,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_path_attr_store(
     if r.is_ok() {
         reset(&path.stats);
     }
-    stored(r, count)
+    stored(r.map_err(Error::from), count)
 }
 
 /// `show` of a session file (`enum rtrs_rs_sess_attr_id`).
@@ -329,7 +325,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
                     name,
                     trimmed(b)
                 );
-                Err(e.errno())
+                Err(e.errno().into())
             }
             Err(e @ ReconnAttRefused::OutOfRange) => {
                 pr_err!(
@@ -339,7 +335,7 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
                     sysfs_fmt::MIN_MAX_RECONN_ATT,
                     sysfs_fmt::MAX_MAX_RECONN_ATT
                 );
-                Err(e.errno())
+                Err(e.errno().into())
             }
         },
         SessFile::MpathPolicy => match sysfs_fmt::mpath_policy_store(b) {
@@ -347,13 +343,11 @@ pub(crate) unsafe extern "C" fn rtrs_rs_sess_attr_store(
                 sess.set_mp_policy_raw(v);
                 Ok(())
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         },
         SessFile::AddPath => match sysfs_fmt::add_path_store(b, sess.port(), dev_ifindex) {
-            Ok(addr) => Arc::from(sess)
-                .add_path(&addr)
-                .map_err(|e| Errno::from_errno(e.to_errno())),
-            Err(e) => Err(e),
+            Ok(addr) => Arc::from(sess).add_path(&addr),
+            Err(e) => Err(e.into()),
         },
     };
     stored(r, count)
