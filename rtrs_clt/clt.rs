@@ -785,9 +785,9 @@ impl Con {
         }
         .inspect_err(|e| {
             pr_err!(
-                "{}: Creating completion queue failed, errno: {:?}\n",
+                "{}: Creating completion queue failed, errno: {}\n",
                 self.sess(),
-                e
+                e.to_errno()
             )
         })?;
         let sizes = QpSizes {
@@ -799,7 +799,13 @@ impl Con {
         // which teardown (or `ConSlot::drop`) empties before the cm id and
         // the connection go.
         let q = unsafe { ConQp::create(id.as_ptr(), dev, cq, rsp_ius, self, &sizes, self.lkey()) }
-            .inspect_err(|e| pr_err!("{}: Creating QP failed, err: {:?}\n", self.sess(), e))?;
+            .inspect_err(|e| {
+                pr_err!(
+                    "{}: Creating QP failed, err: {}\n",
+                    self.sess(),
+                    e.to_errno()
+                )
+            })?;
         if self.qp.replace(Some(KBox::new(q, GFP_KERNEL)?)).is_some() {
             // Cannot happen: ADDR_RESOLVED comes once per cm id.
             pr_err!("{}: QP created twice\n", self.sess());
@@ -814,11 +820,21 @@ impl Con {
             if inner.destroyed {
                 return Err(econnaborted());
             }
-            self.create_con_cq_qp(&mut inner, id)
-                .inspect_err(|e| pr_err!("{}: create_con_cq_qp(), err: {:?}\n", self.sess(), e))?;
+            self.create_con_cq_qp(&mut inner, id).inspect_err(|e| {
+                pr_err!(
+                    "{}: create_con_cq_qp(), err: {}\n",
+                    self.sess(),
+                    e.to_errno()
+                )
+            })?;
         }
-        id.resolve_route(RTRS_CONNECT_TIMEOUT_MS)
-            .inspect_err(|e| pr_err!("{}: Resolving route failed, err: {:?}\n", self.sess(), e))
+        id.resolve_route(RTRS_CONNECT_TIMEOUT_MS).inspect_err(|e| {
+            pr_err!(
+                "{}: Resolving route failed, err: {}\n",
+                self.sess(),
+                e.to_errno()
+            )
+        })
     }
 
     /// `rtrs_rdma_route_resolved`.
@@ -835,7 +851,7 @@ impl Con {
         let mut buf = [0u8; RtrsMsgConnReq::SIZE];
         msg.encode(&mut buf)?;
         id.connect_locked(&buf, CONN_RETRY_COUNT, CONN_RNR_RETRY_COUNT)
-            .inspect_err(|e| pr_err!("{}: rdma_connect_locked(): {:?}\n", self.sess(), e))
+            .inspect_err(|e| pr_err!("{}: rdma_connect_locked(): {}\n", self.sess(), e.to_errno()))
     }
 
     /// `rtrs_rdma_conn_established`.
@@ -998,7 +1014,11 @@ impl Con {
                         // is posted on it.
                         Err(e) if e == econnaborted() => return,
                         Err(e) => {
-                            pr_err_rl!("{}: rtrs_post_recv_empty(): {:?}\n", self.sess(), e);
+                            pr_err_rl!(
+                                "{}: rtrs_post_recv_empty(): {}\n",
+                                self.sess(),
+                                e.to_errno()
+                            );
                             self.error_recovery();
                             return;
                         }
@@ -1034,7 +1054,7 @@ impl Con {
             // The QP is being drained (teardown): nothing more is posted.
             Err(e) if e == econnaborted() => {}
             Err(e) => {
-                pr_err_rl!("{}: post iu failed {:?}\n", self.sess(), e);
+                pr_err_rl!("{}: post iu failed {}\n", self.sess(), e.to_errno());
                 self.error_recovery();
             }
         }
@@ -1114,7 +1134,11 @@ impl Con {
             // Teardown took the QP.
             Err(e) if e == econnaborted() => {}
             Err(e) => {
-                pr_err_rl!("{}: send HB ACK failed, errno: {:?}\n", self.sess(), e);
+                pr_err_rl!(
+                    "{}: send HB ACK failed, errno: {}\n",
+                    self.sess(),
+                    e.to_errno()
+                );
                 self.error_recovery();
             }
         }

@@ -98,9 +98,9 @@ impl PortWatch {
         DevEvents::register(&dev?, port, &src, w)
             .inspect_err(|e| {
                 pr_warn!(
-                    "{}: cannot watch the device's port events: {:?}\n",
+                    "{}: cannot watch the device's port events: {}\n",
                     &*shared.sessname,
-                    e
+                    e.to_errno()
                 )
             })
             .ok()
@@ -242,9 +242,9 @@ impl PathConns {
         };
         let cm_id = CmId::create(con, ps, bindings::ib_qp_type_IB_QPT_RC).inspect_err(|e| {
             pr_err!(
-                "{}: Failed to create CM ID, err: {:?}\n",
+                "{}: Failed to create CM ID, err: {}\n",
                 &*shared.sessname,
-                e
+                e.to_errno()
             )
         })?;
         self.cons.push(ConSlot { cm_id }, GFP_KERNEL)?;
@@ -258,12 +258,22 @@ impl PathConns {
     /// `create_cm`, after the id exists: resolve and wait for the outcome.
     fn create_cm(shared: &PathShared, slot: &ConSlot) -> Result {
         let sess = &*shared.sessname;
-        slot.cm_id
-            .set_reuseaddr(true)
-            .inspect_err(|e| pr_err!("{}: Set address reuse failed, err: {:?}\n", sess, e))?;
+        slot.cm_id.set_reuseaddr(true).inspect_err(|e| {
+            pr_err!(
+                "{}: Set address reuse failed, err: {}\n",
+                sess,
+                e.to_errno()
+            )
+        })?;
         slot.cm_id
             .resolve_addr(&shared.src_addr, &shared.dst_addr, RTRS_CONNECT_TIMEOUT_MS)
-            .inspect_err(|e| pr_err!("{}: Failed to resolve address, err: {:?}\n", sess, e))?;
+            .inspect_err(|e| {
+                pr_err!(
+                    "{}: Failed to resolve address, err: {}\n",
+                    sess,
+                    e.to_errno()
+                )
+            })?;
         match slot
             .con()
             .cm_done
@@ -295,8 +305,9 @@ impl PathConns {
             let g = RcuGuard::new();
             let qp = con.qp(&g).ok_or(EINVAL)?;
             for i in 0..q {
-                qp.post_recv(new_rkey.then_some(i))
-                    .inspect_err(|e| pr_err!("{}: post_recv_io(), err: {:?}\n", con.sess(), e))?;
+                qp.post_recv(new_rkey.then_some(i)).inspect_err(|e| {
+                    pr_err!("{}: post_recv_io(), err: {}\n", con.sess(), e.to_errno())
+                })?;
             }
         }
         Ok(())
@@ -347,11 +358,13 @@ impl PathConns {
             // SAFETY: `ius` stays in `self.info_ius` until after the drain in
             // `teardown`; `rx` is read only once its completion has reported
             // INFO_RSP_OK.
-            unsafe { qp.post_recv(&ius.rx, lkey) }
-                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_recv(), err: {:?}\n", sess, e))?;
+            unsafe { qp.post_recv(&ius.rx, lkey) }.inspect_err(|e| {
+                pr_err!("{}: rtrs_iu_post_recv(), err: {}\n", sess, e.to_errno())
+            })?;
             // SAFETY: As above; `tx` is not written after `fill_for_device`.
-            unsafe { qp.post_send(&ius.tx, RtrsMsgInfoReq::SIZE, lkey) }
-                .inspect_err(|e| pr_err!("{}: rtrs_iu_post_send(), err: {:?}\n", sess, e))?;
+            unsafe { qp.post_send(&ius.tx, RtrsMsgInfoReq::SIZE, lkey) }.inspect_err(|e| {
+                pr_err!("{}: rtrs_iu_post_send(), err: {}\n", sess, e.to_errno())
+            })?;
         }
 
         // Wait for the response or a state change, as C's wait on state_wq.

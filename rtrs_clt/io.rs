@@ -253,9 +253,9 @@ impl<C: IoCon> IoCtx<C> {
             let iu = Iu::<ReqDone<C>>::alloc(dev, hdr, bindings::dma_data_direction_DMA_TO_DEVICE)?;
             let mr = Mr::alloc(dev, max_pages_per_mr).inspect_err(|e| {
                 pr_err!(
-                    "Failed to alloc clt_path->max_pages_per_mr {}: {:?}\n",
+                    "Failed to alloc clt_path->max_pages_per_mr {}: {}\n",
                     max_pages_per_mr,
-                    e
+                    e.to_errno()
                 )
             })?;
             // INVARIANT: `inv_cqe` first (repr(C)).
@@ -590,7 +590,12 @@ impl<C: IoCon> IoCtx<C> {
         // away; both expect a `C`, the context of `qp` (`IoCon::qp`).
         let res = unsafe { qp.post_send_wr(head) };
         if let Err(e) = res {
-            pr_err_rl!("{}: {} request failed: error={:?}\n", sess, rw(a.read), e);
+            pr_err_rl!(
+                "{}: {} request failed: error={}\n",
+                sess,
+                rw(a.read),
+                e.to_errno()
+            );
             // Nothing was posted, so only a bogus response can have taken
             // the slot; then it completed the request and counted it.
             let own = req.slot.take_posted();
@@ -650,7 +655,12 @@ impl<C: IoCon> IoCtx<C> {
                     // C leaves the request hanging here; finish it. Quietly
                     // once teardown took the QP: C's flush completes it so.
                     if e != econnaborted() {
-                        pr_err_rl!("{}: Send INV WR key={:#x}: {:?}\n", con.sess(), rkey, e);
+                        pr_err_rl!(
+                            "{}: Send INV WR key={:#x}: {}\n",
+                            con.sess(),
+                            rkey,
+                            e.to_errno()
+                        );
                     }
                     req.need_inval.store(false, Ordering::Release);
                     match req.slot.take_posted() {

@@ -32,7 +32,7 @@ impl Class {
     pub(crate) fn new(name: &'static CStr) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated and outlives the class (it is static).
         let cls = from_err_ptr(unsafe { bindings::class_create(name.as_char_ptr()) })
-            .inspect_err(|e| pr_err!("cannot register class {}: {:?}\n", name, e))?;
+            .inspect_err(|e| pr_err!("cannot register class {}: {}\n", name, e.to_errno()))?;
         let cls = NonNull::new(cls).ok_or(ENOMEM)?;
         // INVARIANT: `cls` was just created.
         Ok(Self { cls })

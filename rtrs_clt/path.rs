@@ -253,9 +253,9 @@ impl<O: PathOwner> SessPath<O> {
             })?;
             path.alloc_reqs().inspect_err(|&err| {
                 pr_err!(
-                    "{}: alloc_path_reqs(), err: {:?}\n",
+                    "{}: alloc_path_reqs(), err: {}\n",
                     self.shared.sessname(),
-                    err
+                    err.to_errno()
                 );
                 self.trace_connect(&ConnectError {
                     stage: ConnectStage::AllocReqs,
