@@ -417,11 +417,14 @@ sweep() {
 		fi
 		[ "$op" = load ] || filter_client
 		m=$(kmsg_mark)
-		if [ "$mode" = task ]; then
+		if [ "$op" = load ]; then
+			# (The module's init text moves with each load: no site filter.)
 			arm_run "$op" "$mode" "$n"
 		else
-			# Other contexts run beside the operation: counting only the
-			# allocations through the path's call site puts the fault on it.
+			# Counting only the allocations through the path's call site
+			# puts the fault on it, whatever else allocates: other contexts
+			# beside the operation, or in the task an allocation that one
+			# run makes and the census did not (a log line, a retry).
 			fi_filter_site "${FI_SITES[$i]}"
 			arm_run "$op" "$mode" "${FI_SITE_NS[$i]}"
 			fi_filter "$FI_START" "$FI_END"
