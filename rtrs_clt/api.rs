@@ -8,14 +8,14 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 use kernel::sync::Arc;
 
-use crate::abi::{
+use crate::bindings;
+use crate::ffi::abi::{
     Confirm, Kvec, Kvecs, LinkEvCb, PathAddr, RtrsAddr, RtrsAttrs, RtrsCltOps, RtrsCltReqOps,
     RtrsPermit,
 };
-use crate::bindings;
-use crate::error::err_ptr;
+use crate::ffi::error::err_ptr;
+use crate::ffi::verbs::SgList;
 use crate::sess::Sess;
-use crate::verbs::SgList;
 
 /// `rtrs_clt_open`.
 ///

@@ -21,13 +21,19 @@ use kernel::str::CString;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 
-use crate::addr::SockAddr;
 use crate::bindings;
-use crate::cm::{CmEvent, CmHandler, CmIdRef};
-use crate::error::{econnaborted, econnreset, ehostunreach};
+use crate::ffi::addr::SockAddr;
+use crate::ffi::cm::{CmEvent, CmHandler, CmIdRef};
+use crate::ffi::error::{econnaborted, econnreset, ehostunreach};
+use crate::ffi::log::{pr_err_rl, pr_warn_rl};
+use crate::ffi::misc::{nr_cpu_ids, uuid_gen};
+use crate::ffi::sync::{Completion, OnceBox, RcuBox, RcuGuard, Retired};
+use crate::ffi::trace;
+use crate::ffi::verbs::{
+    wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone, Qp, QpOwner, QpRing,
+    QpSizes, RingDone, RingIu, RingIus,
+};
 use crate::io::{self, IoCon};
-use crate::log::{pr_err_rl, pr_warn_rl};
-use crate::misc::{nr_cpu_ids, uuid_gen};
 use crate::rtrs_core::imm::{self, ImmError, RtrsImm};
 use crate::rtrs_core::names::NAME_MAX;
 use crate::rtrs_core::path_state::{self, ErrorRecovery, HbParams, RtrsCltPathLink, StateReason};
@@ -38,12 +44,6 @@ use crate::rtrs_core::proto::{
 };
 use crate::rtrs_core::sysfs_fmt;
 use crate::stats::PathStats;
-use crate::sync::{Completion, OnceBox, RcuBox, RcuGuard, Retired};
-use crate::trace;
-use crate::verbs::{
-    wc_imm_data, wc_status_msg, Cq, CqeHandler, DevPool, DevRef, Iu, IuDone, Qp, QpOwner, QpRing,
-    QpSizes, RingDone, RingIu, RingIus,
-};
 
 /// A path's IO context, on its connections.
 pub(crate) type IoCtx = io::IoCtx<Con>;
@@ -977,7 +977,7 @@ impl Con {
                             path.hb_msgs_rx.fetch_add(1, Ordering::Relaxed);
                             self.send_hb_ack();
                         } else {
-                            let now = crate::misc::ktime_get_ns();
+                            let now = crate::ffi::misc::ktime_get_ns();
                             let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
                             let asked = path.hb_outstanding.swap(false, Ordering::AcqRel);
                             match path_state::hb_ack_latency(asked, now, sent) {

@@ -18,17 +18,17 @@ use crate::clt::{
     Con, InfoReqDone, InfoRspDone, IoCtx, PathRecovery, PathShared, RtrsCltState, INFO_RSP_NONE,
     INFO_RSP_OK,
 };
-use crate::cm::CmId;
-use crate::dev_event::{DevEvent, DevEventHandler, DevEvents};
-use crate::error::{econnaborted, econnreset, etimedout};
+use crate::ffi::cm::CmId;
+use crate::ffi::dev_event::{DevEvent, DevEventHandler, DevEvents};
+use crate::ffi::error::{econnaborted, econnreset, etimedout};
+use crate::ffi::sync::{RcuGuard, Retired, WaitResult};
+use crate::ffi::trace;
+use crate::ffi::verbs::{DevRef, Iu};
 use crate::io::IoCon;
 use crate::rtrs_core::path_state::{self, ConnectStage, DevEventAction, StateReason};
 use crate::rtrs_core::proto::{
     RtrsCltConQueues, RtrsMsgInfoReq, RtrsMsgInfoRsp, RTRS_CONNECT_TIMEOUT_MS,
 };
-use crate::sync::{RcuGuard, Retired, WaitResult};
-use crate::trace;
-use crate::verbs::{DevRef, Iu};
 
 /// A connection's cm id, which holds the connection (its context).
 ///

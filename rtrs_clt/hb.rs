@@ -9,10 +9,10 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 use crate::clt::Con;
+use crate::ffi::trace;
 use crate::io::IoCon;
 use crate::rtrs_core::imm;
 use crate::rtrs_core::path_state::{self, HbAction};
-use crate::trace;
 
 /// One run of `hb_work` of rtrs.c on cid 0 (the path owns the work): sends
 /// HB_MSG unless the last one is still unanswered (any receive clears the
@@ -58,7 +58,7 @@ pub(crate) fn hb_work(con: &Con) -> bool {
         HbAction::Reschedule => {}
         HbAction::Send => {
             path.hb_last_sent_ns
-                .store(crate::misc::ktime_get_ns(), Ordering::Relaxed);
+                .store(crate::ffi::misc::ktime_get_ns(), Ordering::Relaxed);
             path.hb_outstanding.store(true, Ordering::Release);
             if let Err(e) = con.post_imm_empty(imm::RTRS_HB_MSG_IMM_VAL) {
                 // rtrs_clt_hb_err_handler, as C: the path recovers.

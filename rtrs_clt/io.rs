@@ -18,20 +18,20 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 
-use crate::abi::{Confirm, UsrHdr};
 use crate::bindings;
-use crate::error::{econnaborted, emsgsize};
-use crate::log::{pr_err_rl, pr_warn_rl};
+use crate::ffi::abi::{Confirm, UsrHdr};
+use crate::ffi::error::{econnaborted, emsgsize};
+use crate::ffi::log::{pr_err_rl, pr_warn_rl};
+use crate::ffi::sync::{RcuGuard, SlotCell, SlotMut};
+use crate::ffi::verbs::{
+    static_cqe, wc_status_msg, Cqe, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
+    QpOwner, SgList,
+};
 use crate::rtrs_core::imm::RtrsChunkLayout;
 use crate::rtrs_core::proto::{
     check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
 use crate::stats::PathStats;
-use crate::sync::{RcuGuard, SlotCell, SlotMut};
-use crate::verbs::{
-    static_cqe, wc_status_msg, Cqe, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
-    QpOwner, SgList,
-};
 
 /// What the IO path uses of the connection it posts on and completes from:
 /// a narrow handle, so that IO does not depend on the connection's type
@@ -372,7 +372,7 @@ impl<C: IoCon> IoCtx<C> {
             data_len: a.data_len,
             con_type: a.con_type,
             cpu_id: a.cpu_id,
-            start_ns: crate::misc::ktime_get_ns(),
+            start_ns: crate::ffi::misc::ktime_get_ns(),
         };
         req.need_inval.store(false, Ordering::Relaxed);
         req.inv_errno.store(0, Ordering::Relaxed);
@@ -680,7 +680,7 @@ impl<C: IoCon> IoCtx<C> {
         drop(own);
         if errno == 0 {
             con.stats()
-                .record_completion(read, svc, start_ns, crate::misc::ktime_get_ns());
+                .record_completion(read, svc, start_ns, crate::ffi::misc::ktime_get_ns());
         }
         if errno != 0 {
             pr_err_rl!(

@@ -24,14 +24,14 @@ use kernel::sync::{Arc, ArcBorrow, Mutex};
 
 use crate::clt::{IoCtx, PathArgs, PathLink, PathRecovery, PathShared, RtrsCltState};
 use crate::conns::{ConnectError, PathConns};
+use crate::ffi::sync::{RcuBox, RcuGuard};
+use crate::ffi::trace;
+use crate::ffi::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
 use crate::io::ReqDesc;
 use crate::rtrs_core::path_state::{
     self, ConnectStage, ReconnectDecision, StateReason, SysfsReconnect,
 };
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
-use crate::sync::{RcuBox, RcuGuard};
-use crate::trace;
-use crate::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
 
 /// `WorkItem` ids of a path's works.
 const ERR_RECOVERY_WORK: u64 = 0;
@@ -105,7 +105,7 @@ impl<O: PathOwner> WorkItem<ERR_RECOVERY_WORK> for SessPath<O> {
     fn run(this: Arc<Self>) {
         let this = this.as_arc_borrow();
         this.stop_and_destroy_conns();
-        let jitter = crate::misc::random_below(RTRS_RECONNECT_SEED);
+        let jitter = crate::ffi::misc::random_below(RTRS_RECONNECT_SEED);
         let delay = path_state::reconnect_delay_ms(this.reconnect_delay_sec, jitter);
         DelayedWork::<Self, RECONNECT_WORK>::queue(this, delay);
     }
@@ -353,7 +353,7 @@ impl<O: PathOwner> SessPath<O> {
             }
             ReconnectDecision::Attempt => {}
         }
-        crate::misc::msleep(RTRS_RECONNECT_BACKOFF);
+        crate::ffi::misc::msleep(RTRS_RECONNECT_BACKOFF);
         if self
             .shared
             .change_state(RtrsCltState::Connecting, StateReason::Reconnect)
@@ -400,7 +400,7 @@ impl<O: PathOwner> SessPath<O> {
         if self.shared.state() == RtrsCltState::Connected {
             Ok(())
         } else {
-            Err(crate::error::enotconn())
+            Err(crate::ffi::error::enotconn())
         }
     }
 

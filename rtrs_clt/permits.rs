@@ -10,8 +10,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-use crate::abi::RtrsPermit;
 use crate::bindings;
+use crate::ffi::abi::RtrsPermit;
 use crate::rtrs_core::imm;
 use crate::rtrs_core::permit::{PermitLayout, PermitLayoutError, PermitMap};
 
@@ -118,7 +118,7 @@ impl Permits {
         // We own bit `idx`: nobody else writes this permit now.
         let p = self.permit(idx)?;
         p.cpu_id
-            .store(crate::misc::this_cpu_id(), Ordering::Relaxed);
+            .store(crate::ffi::misc::this_cpu_id(), Ordering::Relaxed);
         p.con_type.store(con_type, Ordering::Relaxed);
         self.permit_ptr(idx)
     }

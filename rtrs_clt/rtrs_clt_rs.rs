@@ -7,33 +7,38 @@
 //! `rtrs_client_rs`, so both can be installed; only one can be loaded at a
 //! time, since both own the `rtrs-client` class.
 //!
-//! Layout of the crate:
+//! Layout of the crate, in layers (the lowest first); a folder is one
+//! layer, and `ffi`'s modules are layers within it:
 //! - `bindings`: bindgen output for ib_verbs, rdma_cm and the C helpers;
 //! - `rtrs_core`: the kernel-independent logic, shared with host tests;
-//! - `error`: C's errnos (the layers above use them, `verbs` first);
-//! - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers (C functions
-//!   declared `safe` in `bindings/safe.rs`);
-//! - `log`: rate-limited logging for completion context;
-//! - `addr`: `SockAddr` (a `sockaddr_storage` by value) and its
-//!   conversions to and from rtrs_core's parsed form;
-//! - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
-//!   pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, work requests,
-//!   `QpRing`: a connection's QP with its CQ and receive buffers, and the
-//!   completion trampolines);
-//! - `cm`: an owning rdma_cm id wrapper, which holds the id's owner (its
-//!   context), with its event handler trampoline;
-//! - `dev_event`: a device's asynchronous events (port, GID, fatal);
-//! - `sync`: `struct completion`, RCU read sections, and the ownership
-//!   types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
-//!   a grace period), `OnceBox` (set once), `SlotCell` (a request slot
-//!   handed between submitter and completion);
-//! - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
-//! - `trace`: the trace events (system `rtrs_clt`: C's three and this
-//!   module's own);
-//! - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
-//!   rnbd's callbacks (`LinkEvCb`, `Confirm`);
-//! - `wq`: the workqueue and the delayed work embedded in its owner
-//!   (`DelayedWork`);
+//! - `ffi` (rtrs_clt/ffi/): the FFI wrappers and ownership types, where the
+//!   `unsafe` that touches C lives:
+//!   - `error`: C's errnos (the layers above use them, `verbs` first);
+//!   - `misc`: uuid_gen, CPU ids, ktime, msleep, random numbers (C functions
+//!     declared `safe` in `bindings/safe.rs`);
+//!   - `log`: rate-limited logging for completion context;
+//!   - `addr`: `SockAddr` (a `sockaddr_storage` by value) and its
+//!     conversions to and from rtrs_core's parsed form;
+//!   - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
+//!     pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, work requests,
+//!     `QpRing`: a connection's QP with its CQ and receive buffers, and the
+//!     completion trampolines);
+//!   - `cm`: an owning rdma_cm id wrapper, which holds the id's owner (its
+//!     context), with its event handler trampoline;
+//!   - `dev_event`: a device's asynchronous events (port, GID, fatal);
+//!   - `sync`: `struct completion`, RCU read sections, and the ownership
+//!     types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
+//!     a grace period), `OnceBox` (set once), `SlotCell` (a request slot
+//!     handed between submitter and completion);
+//!   - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
+//!   - `trace`: the trace events (system `rtrs_clt`: C's three and this
+//!     module's own);
+//!   - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
+//!     rnbd's callbacks (`LinkEvCb`, `Confirm`);
+//!   - `wq`: the workqueue and the delayed work embedded in its owner
+//!     (`DelayedWork`);
+//!   - `kobj`: the sysfs objects (the class, session device, path
+//!     directories, the token of a running path store);
 //! - `stats`: per-CPU path statistics;
 //! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
 //!   completion, local invalidation, and taking requests back for failover,
@@ -46,15 +51,14 @@
 //! - `path`: a path across reconnects (`SessPath`), with its recovery,
 //!   reconnect and close works; it calls its session through `PathOwner`;
 //! - `permits`: a session's permit pool;
-//! - `kobj`: the sysfs objects (the class, session device, path
-//!   directories, the token of a running path store);
 //! - `sess`: the session, its path list, policies and failover;
 //! - `api`: the exported `rtrs_clt_*` functions (exported by
 //!   `bindings/rtrs_export.c`);
 //! - `sysfs`: the `/sys/class/rtrs-client` show and store handlers.
 //!
-//! Each file imports only from the ones listed before it (checked by
-//! tests/host/lint.sh).
+//! Each file imports only from the layers listed before its own, and from
+//! its own layer; a file in `ffi` only from the `ffi` modules listed before
+//! its own (scripts/check-layers.sh, run by tests/host/lint.sh).
 //!
 //! Lock order (outer first: holding one of these, a thread only takes locks
 //! listed after it):
@@ -110,28 +114,16 @@ mod rtrs_core {
 #[path = "../sysfs/mod.rs"]
 mod sysfs;
 
-mod abi;
-mod addr;
 mod api;
 mod clt;
-mod cm;
 mod conns;
-mod dev_event;
-mod error;
+mod ffi;
 mod hb;
 mod io;
-mod kobj;
-mod log;
-mod misc;
 mod path;
-mod percpu;
 mod permits;
 mod sess;
 mod stats;
-mod sync;
-mod trace;
-mod verbs;
-mod wq;
 
 module! {
     type: RtrsClientModule,
@@ -148,19 +140,19 @@ module! {
 struct RtrsClientModule {
     /// The state the exported API uses; unpublished before the rest goes.
     _globals: sess::GlobalsGuard,
-    _dev_pool: Arc<verbs::DevPool>,
-    _ib_client: verbs::IbClient,
-    _class: Arc<kobj::Class>,
-    _wq: Arc<wq::Workqueue>,
+    _dev_pool: Arc<ffi::verbs::DevPool>,
+    _ib_client: ffi::verbs::IbClient,
+    _class: Arc<ffi::kobj::Class>,
+    _wq: Arc<ffi::wq::Workqueue>,
 }
 
 impl kernel::Module for RtrsClientModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let hb = hb_params()?;
-        let wq = wq::Workqueue::new(c_str!("rtrs_client_wq"))?;
-        let class = Arc::new(kobj::Class::new(c_str!("rtrs-client"))?, GFP_KERNEL)?;
-        let ib_client = verbs::IbClient::register(c_str!("rtrs_client_rs"))?;
-        let dev_pool = verbs::DevPool::new()?;
+        let wq = ffi::wq::Workqueue::new(c_str!("rtrs_client_wq"))?;
+        let class = Arc::new(ffi::kobj::Class::new(c_str!("rtrs-client"))?, GFP_KERNEL)?;
+        let ib_client = ffi::verbs::IbClient::register(c_str!("rtrs_client_rs"))?;
+        let dev_pool = ffi::verbs::DevPool::new()?;
         pr_info!(
             "loaded (heartbeat every {} ms, {} may be missed: a silent peer shows within {} ms)\n",
             hb.interval_ms,
@@ -185,7 +177,7 @@ fn hb_params() -> Result<rtrs_core::path_state::HbParams> {
         HbParamError, HbParams, HB_INTERVAL_MS_MAX, HB_INTERVAL_MS_MIN, HB_MISSED_MAX_MAX,
         HB_MISSED_MAX_MIN,
     };
-    let (interval_ms, missed_max) = misc::hb_module_params();
+    let (interval_ms, missed_max) = ffi::misc::hb_module_params();
     HbParams::new(interval_ms, missed_max).map_err(|e| {
         match e {
             HbParamError::Interval(v) => pr_err!(

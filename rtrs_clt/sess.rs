@@ -18,15 +18,19 @@ use kernel::prelude::*;
 use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
-use crate::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr};
-use crate::addr::SockAddr;
 use crate::clt::{PathArgs, PathLink, PathShared, PolicyGen, RtrsCltState};
-use crate::error::{ecomm, econnreset, emsgsize};
+use crate::ffi::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr};
+use crate::ffi::addr::SockAddr;
+use crate::ffi::error::{ecomm, econnreset, emsgsize};
+use crate::ffi::kobj::{Class, PathKobj, PathStore, SessDev};
+use crate::ffi::log::pr_warn_rl;
+use crate::ffi::misc::nr_cpu_ids;
+use crate::ffi::misc::uuid_gen;
+use crate::ffi::sync::{OnceBox, RcuArray, RcuArrayGuard, RcuBox, RcuGuard};
+use crate::ffi::trace;
+use crate::ffi::verbs::{DevPool, SgList};
+use crate::ffi::wq::Workqueue;
 use crate::io::{ReqDesc, UserReq};
-use crate::kobj::{Class, PathKobj, PathStore, SessDev};
-use crate::log::pr_warn_rl;
-use crate::misc::nr_cpu_ids;
-use crate::misc::uuid_gen;
 use crate::path::PathOwner;
 use crate::permits::{Permits, PutError};
 use crate::rtrs_core::names::check_sessname;
@@ -40,10 +44,6 @@ use crate::rtrs_core::policy::{
 };
 use crate::rtrs_core::proto::{check_io_hdr, RtrsCltLimits, MAX_PATHS_NUM, NAME_MAX};
 use crate::rtrs_core::sysfs_fmt;
-use crate::sync::{OnceBox, RcuArray, RcuArrayGuard, RcuBox, RcuGuard};
-use crate::trace;
-use crate::verbs::{DevPool, SgList};
-use crate::wq::Workqueue;
 
 /// A path of a session.
 pub(crate) type SessPath = crate::path::SessPath<Sess>;
@@ -650,10 +650,10 @@ impl Sess {
         let views = LiveViews {
             list: &self.paths,
             g: &guard,
-            now_ns: (policy == MpPolicy::ServiceTime).then(crate::misc::ktime_get_ns),
+            now_ns: (policy == MpPolicy::ServiceTime).then(crate::ffi::misc::ktime_get_ns),
         };
         let n = views.paths_num();
-        let cpu = crate::misc::this_cpu_id();
+        let cpu = crate::ffi::misc::this_cpu_id();
         let slot = usize::try_from(cpu)
             .ok()
             .and_then(|c| self.rr_cursor.get(c));

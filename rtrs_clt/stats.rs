@@ -14,7 +14,7 @@ use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 
-use crate::percpu::{PerCpu, Zeroed};
+use crate::ffi::percpu::{PerCpu, Zeroed};
 use crate::rtrs_core::latency::{
     lat_hist_bucket, svc_effective_ns, svc_ewma_update, LatHist, LAT_HIST_BUCKETS,
 };
@@ -155,7 +155,7 @@ impl PathStats {
     /// `rtrs_clt_update_wc_stats`: a completion for the connection of
     /// `con_cpu` arrived on this CPU.
     pub(crate) fn update_wc(&self, con_cpu: u32) {
-        let cpu = crate::misc::this_cpu_id();
+        let cpu = crate::ffi::misc::this_cpu_id();
         if cpu != con_cpu {
             if let (Some(to), Some(from)) = (self.pcpu.get(cpu), self.pcpu.get(con_cpu)) {
                 to.migr_to.fetch_add(1, Ordering::Relaxed);

@@ -1,50 +1,50 @@
 #!/bin/bash
-# Counts the `unsafe {` blocks of the module (rtrs_clt/ and sysfs/), per file,
-# in total and outside the FFI wrappers and ownership types, and exits 1 if
-# either count is above its limit, so that the figure cannot creep back.
-# Every occurrence counts (two blocks on one line are two).
+# Counts the `unsafe` of the module (rtrs_clt/ and sysfs/), per file: its
+# `unsafe {` blocks and its `unsafe impl`s (Send, Sync, and the unsafe
+# traits), in total and outside the FFI layer, and exits 1 if a count is
+# above its limit, so that none can creep back. Every occurrence counts (two
+# on one line are two). The last line sums them up with their limits.
 #
-# The FFI wrappers and ownership types, where `unsafe` is to live, are
-# listed below; any other file (the session, path, connection, IO code, and
-# any new file) counts as outside.
+# The FFI layer, where `unsafe` is to live, is the folder rtrs_clt/ffi/ (the
+# FFI wrappers and ownership types; any file in it, new ones too). Besides,
+# the entry points that C calls with raw pointers are exempt by name, below,
+# each with its reason; any other file (the connection, path, session, IO
+# code, the statistics, and any new file) counts as outside.
 set -u
 cd "$(dirname "$0")/.." || exit 2
+# Today's figures: lower them when a block or impl goes, never raise them
+# to let one in.
 MAX_TOTAL=117
 MAX_OUTSIDE=25
-ffi=(
-	rtrs_clt/verbs.rs      # ib_verbs wrappers, QP ring, completion trampolines
-	rtrs_clt/cm.rs         # rdma_cm id wrapper and its handler trampoline
-	rtrs_clt/dev_event.rs  # a device's ib_event_handler (bindings/rtrs_dev_event.c)
-	rtrs_clt/sync.rs       # completion, RCU; RcuBox, RcuArray, OnceBox, SlotCell
-	rtrs_clt/misc.rs       # uuid, CPU ids, clock, msleep, random numbers
-	rtrs_clt/trace.rs      # trace events (bindings/rtrs_trace.c)
-	rtrs_clt/percpu.rs     # per-CPU area
-	rtrs_clt/wq.rs         # workqueue and DelayedWork
-	rtrs_clt/kobj.rs       # sysfs objects (bindings/rtrs_sysfs.c)
-	rtrs_clt/abi.rs        # rtrs.h's types and rnbd's callbacks
-	rtrs_clt/addr.rs       # sockaddr_storage
-	rtrs_clt/api.rs        # the exported rtrs_clt_* entry points
-	rtrs_clt/permits.rs    # the permit pool rnbd gets pointers into
-	sysfs/mod.rs           # the class
-	sysfs/attrs.rs         # show/store entry points called from C
+MAX_IMPL_TOTAL=51
+MAX_IMPL_OUTSIDE=4
+ffi_dir=rtrs_clt/ffi/
+ffi_files=(
+	rtrs_clt/api.rs  # the exported rtrs_clt_* functions: rnbd's raw pointers, checked here
+	sysfs/attrs.rs   # the show/store handlers bindings/rtrs_sysfs.c calls
 )
 declare -A is_ffi
-for f in "${ffi[@]}"; do is_ffi[$f]=1; done
-total=0 outside=0
-printf '%-22s %5s\n' file blocks
-for f in rtrs_clt/*.rs sysfs/*.rs; do
+for f in "${ffi_files[@]}"; do is_ffi[$f]=1; done
+total=0 outside=0 impls=0 impls_outside=0
+printf '%-34s %6s %6s\n' file blocks impls
+while IFS= read -r f; do
 	n=$(grep -o 'unsafe {' "$f" | wc -l)
-	total=$((total + n))
-	if [ -n "${is_ffi[$f]:-}" ]; then
+	i=$(grep -o 'unsafe impl\b' "$f" | wc -l)
+	total=$((total + n)) impls=$((impls + i))
+	if [[ $f == "$ffi_dir"* ]] || [ -n "${is_ffi[$f]:-}" ]; then
 		where=""
 	else
-		outside=$((outside + n)); where=" (outside)"
+		outside=$((outside + n)) impls_outside=$((impls_outside + i)) where=" (outside)"
 	fi
-	[ "$n" -gt 0 ] && printf '%-22s %5d%s\n' "$f" "$n" "$where"
-done
-printf 'total %d (at most %d), outside the FFI wrappers and ownership types %d (at most %d)\n' \
-	"$total" "$MAX_TOTAL" "$outside" "$MAX_OUTSIDE"
+	[ $((n + i)) -gt 0 ] && printf '%-34s %6d %6d%s\n' "$f" "$n" "$i" "$where"
+done < <(find rtrs_clt sysfs -name '*.rs' | sort)
 bad=0
 [ "$total" -le "$MAX_TOTAL" ] || { echo "check-unsafe: $total unsafe blocks, more than $MAX_TOTAL"; bad=1; }
-[ "$outside" -le "$MAX_OUTSIDE" ] || { echo "check-unsafe: $outside unsafe blocks outside the FFI wrappers, more than $MAX_OUTSIDE"; bad=1; }
+[ "$outside" -le "$MAX_OUTSIDE" ] ||
+	{ echo "check-unsafe: $outside unsafe blocks outside the FFI layer, more than $MAX_OUTSIDE"; bad=1; }
+[ "$impls" -le "$MAX_IMPL_TOTAL" ] || { echo "check-unsafe: $impls unsafe impls, more than $MAX_IMPL_TOTAL"; bad=1; }
+[ "$impls_outside" -le "$MAX_IMPL_OUTSIDE" ] ||
+	{ echo "check-unsafe: $impls_outside unsafe impls outside the FFI layer, more than $MAX_IMPL_OUTSIDE"; bad=1; }
+printf 'unsafe blocks: %d (at most %d), %d outside the FFI layer (at most %d); unsafe impls: %d (at most %d), %d outside (at most %d)\n' \
+	"$total" "$MAX_TOTAL" "$outside" "$MAX_OUTSIDE" "$impls" "$MAX_IMPL_TOTAL" "$impls_outside" "$MAX_IMPL_OUTSIDE"
 exit $bad

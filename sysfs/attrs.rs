@@ -11,9 +11,9 @@ use kernel::prelude::*;
 use kernel::str::BStr;
 use kernel::sync::{Arc, ArcBorrow};
 
-use crate::addr::dev_ifindex;
 use crate::bindings;
-use crate::kobj::PathStore;
+use crate::ffi::addr::dev_ifindex;
+use crate::ffi::kobj::PathStore;
 use crate::rtrs_core::sysfs_fmt::{self, ReconnAttRefused};
 use crate::sess::Sess;
 use crate::sess::SessPath;

@@ -4,8 +4,9 @@
 # with the kernel's CLIPPY=1 without a single warning, and shellcheck
 # (warnings and errors) over scripts/ and tests/, the module's layering
 # (scripts/check-layers.sh: each file imports only from layers below it), and
-# the count of its `unsafe` blocks (scripts/check-unsafe.sh: at most 115, and
-# 25 outside the FFI wrappers and ownership types; it prints them per file).
+# the count of its `unsafe` blocks and impls (scripts/check-unsafe.sh, whose
+# limits the check's name quotes: in all and outside the FFI layer,
+# rtrs_clt/ffi/; it prints them per file).
 #
 # The module's clippy build runs in a scratch copy of the sources, so the
 # tree's own objects (what the VM tests load) stay rustc-built. It needs the
@@ -48,10 +49,10 @@ mapfile -t sh < <(find scripts tests -name '*.sh' | sort)
 tap_check "shellcheck -S warning over ${#sh[@]} scripts" shellcheck -S warning -x -P SCRIPTDIR "${sh[@]}"
 tap_check "module files import downward only (the crate root's layer list)" scripts/check-layers.sh
 # The per-file counts go to the log whether or not the limits hold.
-if unsafe_counts=$(scripts/check-unsafe.sh 2>&1); then
-	tap_ok "unsafe blocks: at most 115, and 25 outside the FFI wrappers and ownership types"
-else
-	tap_not_ok "unsafe blocks: at most 115, and 25 outside the FFI wrappers and ownership types"
-fi
+unsafe_ok=0
+unsafe_counts=$(scripts/check-unsafe.sh 2>&1) || unsafe_ok=1
+# The name: the script's own summary (its counts and limits).
+unsafe_name=$(grep '^unsafe blocks: ' <<<"$unsafe_counts" || echo "unsafe blocks and impls within scripts/check-unsafe.sh's limits")
+if [ $unsafe_ok -eq 0 ]; then tap_ok "$unsafe_name"; else tap_not_ok "$unsafe_name"; fi
 diag "$unsafe_counts"
 tap_done

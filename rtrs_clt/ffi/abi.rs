@@ -7,8 +7,8 @@ use core::sync::atomic::AtomicU32;
 
 use kernel::ffi::{c_int, c_void};
 
-use crate::addr::SockAddr;
 use crate::bindings;
+use crate::ffi::addr::SockAddr;
 
 /// rnbd's confirmation callback (`rtrs_clt_req_ops.conf_fn`).
 pub(crate) type ConfFn = Option<unsafe extern "C" fn(*mut c_void, c_int)>;

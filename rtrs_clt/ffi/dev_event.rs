@@ -13,10 +13,10 @@ use kernel::ffi::c_void;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-use crate::addr::SockAddr;
 use crate::bindings;
+use crate::ffi::addr::SockAddr;
+use crate::ffi::verbs::DevRef;
 use crate::rtrs_core::path_state::DevEventKind;
-use crate::verbs::DevRef;
 
 /// One event of the device.
 #[derive(Clone, Copy, Debug)]

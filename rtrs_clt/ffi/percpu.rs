@@ -10,7 +10,7 @@ use kernel::ffi::c_void;
 use kernel::prelude::*;
 
 use crate::bindings;
-use crate::misc;
+use crate::ffi::misc;
 
 /// Types for which all-zero bytes are a valid value (integers, atomics).
 ///

@@ -28,8 +28,8 @@ use kernel::sync::{Arc, Mutex};
 use kernel::types::Opaque;
 
 use crate::bindings;
-use crate::error::econnaborted;
-use crate::log::pr_err_rl;
+use crate::ffi::error::econnaborted;
+use crate::ffi::log::pr_err_rl;
 
 /// `ib_client.add`: called for every RDMA device, present and future.
 ///

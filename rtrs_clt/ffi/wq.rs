@@ -73,9 +73,9 @@ pub(crate) unsafe trait HasDelayedWork<const ID: u64>: Sized {
 macro_rules! impl_has_delayed_work {
     (impl<$g:ident: $b:path> for $ty:ty { $($id:expr => $f:ident),* $(,)? }) => {$(
         // SAFETY: `OFFSET` is the offset of `$f`, the field `delayed_work` returns.
-        unsafe impl<$g: $b> $crate::wq::HasDelayedWork<{ $id }> for $ty {
+        unsafe impl<$g: $b> $crate::ffi::wq::HasDelayedWork<{ $id }> for $ty {
             const OFFSET: usize = ::core::mem::offset_of!(Self, $f);
-            fn delayed_work(&self) -> &$crate::wq::DelayedWork<Self, { $id }> {
+            fn delayed_work(&self) -> &$crate::ffi::wq::DelayedWork<Self, { $id }> {
                 &self.$f
             }
         }

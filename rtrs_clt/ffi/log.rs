@@ -24,7 +24,7 @@ impl RateLimit {
     /// before it, `None` to hold it back.
     pub(crate) fn check(&self) -> Option<u16> {
         // A wrapping millisecond clock is all the window needs.
-        let now_ms = (crate::misc::ktime_get_ns() / 1_000_000) as u32;
+        let now_ms = (crate::ffi::misc::ktime_get_ns() / 1_000_000) as u32;
         let mut verdict = RateLimitVerdict::Suppress;
         let _ = self
             .0
@@ -48,7 +48,7 @@ impl RateLimit {
 /// `$pr!` (`pr_err`, `pr_warn`), at most 10 lines per 5 s from this call site.
 macro_rules! pr_rl {
     ($pr:ident, $($arg:tt)*) => {{
-        static RL: $crate::log::RateLimit = $crate::log::RateLimit::new();
+        static RL: $crate::ffi::log::RateLimit = $crate::ffi::log::RateLimit::new();
         if let Some(held) = RL.check() {
             if held > 0 {
                 ::kernel::pr_warn!("{} messages suppressed\n", held);
@@ -60,12 +60,12 @@ macro_rules! pr_rl {
 
 /// `pr_err!`, at most 10 lines per 5 s from this call site.
 macro_rules! pr_err_rl {
-    ($($arg:tt)*) => { $crate::log::pr_rl!(pr_err, $($arg)*) };
+    ($($arg:tt)*) => { $crate::ffi::log::pr_rl!(pr_err, $($arg)*) };
 }
 
 /// `pr_warn!`, at most 10 lines per 5 s from this call site.
 macro_rules! pr_warn_rl {
-    ($($arg:tt)*) => { $crate::log::pr_rl!(pr_warn, $($arg)*) };
+    ($($arg:tt)*) => { $crate::ffi::log::pr_rl!(pr_warn, $($arg)*) };
 }
 
 pub(crate) use pr_err_rl;

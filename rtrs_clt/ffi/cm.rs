@@ -17,8 +17,8 @@ use core::ptr::NonNull;
 use kernel::error::{from_err_ptr, to_result};
 use kernel::prelude::*;
 
-use crate::addr::SockAddr;
 use crate::bindings;
+use crate::ffi::addr::SockAddr;
 
 fn ms_to_c_ulong(ms: u32) -> kernel::ffi::c_ulong {
     kernel::ffi::c_ulong::try_from(ms).unwrap_or(kernel::ffi::c_ulong::MAX)
