@@ -3,7 +3,7 @@
 //! The connections of one client path, their set-up and their teardown, as
 //! rtrs-clt.c does it (init_conns, create_cm, rtrs_send_path_info,
 //! rtrs_clt_stop_and_destroy_conns); a connection's own QP and CQ are made
-//! in `clt` (create_con_cq_qp).
+//! in `con` (create_con_cq_qp).
 
 use core::pin::Pin;
 use core::sync::atomic::Ordering;
@@ -14,7 +14,7 @@ use kernel::str::BStr;
 use kernel::sync::Arc;
 
 use crate::bindings;
-use crate::clt::{
+use crate::con::{
     Con, InfoReqDone, InfoRspDone, IoCtx, PathRecovery, PathShared, RtrsCltState, INFO_RSP_NONE,
     INFO_RSP_OK,
 };

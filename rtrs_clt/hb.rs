@@ -8,7 +8,7 @@ use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
 
-use crate::clt::Con;
+use crate::con::Con;
 use crate::ffi::trace;
 use crate::io::IoCon;
 use crate::rtrs_core::imm;

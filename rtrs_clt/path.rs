@@ -22,7 +22,7 @@ use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 
-use crate::clt::{IoCtx, PathArgs, PathLink, PathRecovery, PathShared, RtrsCltState};
+use crate::con::{IoCtx, PathArgs, PathLink, PathRecovery, PathShared, RtrsCltState};
 use crate::conns::{ConnectError, PathConns};
 use crate::ffi::sync::{RcuBox, RcuGuard};
 use crate::ffi::trace;

@@ -43,8 +43,9 @@
 //! - `io`: request slots and MRs of a path, READ/WRITE submission, IO
 //!   completion, local invalidation, and taking requests back for failover,
 //!   on a connection seen through the narrow `IoCon` handle;
-//! - `clt`: a connection (`Con`: its CM handler, its `ConQp`, completions) and
-//!   what survives a path's reconnects (`PathShared`);
+//! - `con` (rtrs_clt/con/): a connection (`Con`: its CM handler, its
+//!   `ConQp`, completions) and what survives a path's reconnects
+//!   (`PathShared`), one layer as each names the other;
 //! - `conns`: one generation of a path's connections (`PathConns`): init_conns,
 //!   create_cm, the INFO exchange, and teardown;
 //! - `hb`: the heartbeat work on cid 0;
@@ -115,7 +116,7 @@ mod rtrs_core {
 mod sysfs;
 
 mod api;
-mod clt;
+mod con;
 mod conns;
 mod ffi;
 mod hb;

@@ -18,7 +18,7 @@ use kernel::prelude::*;
 use kernel::str::{BStr, CString};
 use kernel::sync::{Arc, LockedBy, Mutex};
 
-use crate::clt::{PathArgs, PathLink, PathShared, PolicyGen, RtrsCltState};
+use crate::con::{PathArgs, PathLink, PathShared, PolicyGen, RtrsCltState};
 use crate::ffi::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr};
 use crate::ffi::addr::SockAddr;
 use crate::ffi::error::{ecomm, econnreset, emsgsize};
