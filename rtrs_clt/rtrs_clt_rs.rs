@@ -46,11 +46,11 @@
 //! - `con` (rtrs_clt/con/): a connection (`Con`: its CM handler, its
 //!   `ConQp`, completions) and what survives a path's reconnects
 //!   (`PathShared`), one layer as each names the other;
-//! - `conns`: one generation of a path's connections (`PathConns`): init_conns,
-//!   create_cm, the INFO exchange, and teardown;
-//! - `hb`: the heartbeat work on cid 0;
-//! - `path`: a path across reconnects (`SessPath`), with its recovery,
-//!   reconnect and close works; it calls its session through `PathOwner`;
+//! - `path` (rtrs_clt/path/): a path across reconnects (`SessPath`), with
+//!   its recovery, reconnect and close works; one generation of its
+//!   connections (`PathConns`: init_conns, create_cm, the INFO exchange, and
+//!   teardown); the heartbeat work on cid 0; it calls its session through
+//!   `PathOwner`;
 //! - `permits`: a session's permit pool;
 //! - `sess`: the session, its path list, policies and failover;
 //! - `api`: the exported `rtrs_clt_*` functions (exported by
@@ -117,9 +117,7 @@ mod sysfs;
 
 mod api;
 mod con;
-mod conns;
 mod ffi;
-mod hb;
 mod io;
 mod path;
 mod permits;

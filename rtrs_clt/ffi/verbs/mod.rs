@@ -13,7 +13,7 @@
 //! receive buffers in the order that keeps everything posted alive until
 //! the drain (QP, then buffers, then CQ). The order between a QP ring, its
 //! cm id and its device (ring before cm id, device reference last) is kept
-//! by their owner, `conns::ConSlot`, and written down there.
+//! by their owner, `path::conns::ConSlot`, and written down there.
 //!
 //! The files: `ib_client` (the client), `cqe` (completions and their
 //! trampolines), `pd_pool` (`DevPool`, `DevRef`), `cq`, `sg` (a caller's

@@ -13,6 +13,10 @@
 //!
 //! Lock order: see the crate root (`init` comes after `Sess::paths_mutex`
 //! and before `Con::con_mutex`).
+//!
+//! The files: this one (`SessPath` and its works), `conns` (one generation
+//! of a path's connections, `PathConns`: init_conns, create_cm, the INFO
+//! exchange, and teardown) and `hb` (the heartbeat work on cid 0).
 
 use core::ops::Deref;
 use core::sync::atomic::Ordering;
@@ -23,7 +27,6 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 
 use crate::con::{IoCtx, PathArgs, PathLink, PathRecovery, PathShared, RtrsCltState};
-use crate::conns::{ConnectError, PathConns};
 use crate::ffi::sync::{RcuBox, RcuGuard};
 use crate::ffi::trace;
 use crate::ffi::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
@@ -32,6 +35,11 @@ use crate::rtrs_core::path_state::{
     self, ConnectStage, ReconnectDecision, StateReason, SysfsReconnect,
 };
 use crate::rtrs_core::proto::{RTRS_RECONNECT_BACKOFF, RTRS_RECONNECT_SEED};
+
+mod conns;
+mod hb;
+
+use conns::{ConnectError, PathConns};
 
 /// `WorkItem` ids of a path's works.
 const ERR_RECOVERY_WORK: u64 = 0;
@@ -135,9 +143,7 @@ impl<O: PathOwner> WorkItem<HB_WORK> for SessPath<O> {
     fn run(this: Arc<Self>) {
         let again = {
             let g = RcuGuard::new();
-            this.cur(&g)
-                .and_then(|c| c.con(0))
-                .is_some_and(crate::hb::hb_work)
+            this.cur(&g).and_then(|c| c.con(0)).is_some_and(hb::hb_work)
         };
         if again {
             let ms = this.shared.hb.interval_ms;
