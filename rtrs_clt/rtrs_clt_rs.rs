@@ -35,6 +35,8 @@
 //!     module's own);
 //!   - `abi`: the C types of rtrs.h (ops, addresses, permits, kvecs) and
 //!     rnbd's callbacks (`LinkEvCb`, `Confirm`);
+//!   - `permit_pool`: the permits' memory, which rnbd gets pointers into,
+//!     and their wait queue (`PermitPool`);
 //!   - `wq`: the workqueue and the delayed work embedded in its owner
 //!     (`DelayedWork`);
 //!   - `kobj`: the sysfs objects (the class, session device, path
@@ -51,7 +53,8 @@
 //!   connections (`PathConns`: init_conns, create_cm, the INFO exchange, and
 //!   teardown); the heartbeat work on cid 0; it calls its session through
 //!   `PathOwner`;
-//! - `permits`: a session's permit pool;
+//! - `permits`: a session's permits: the lock-free bitmap over the pool,
+//!   get, put and the waits;
 //! - `sess`: the session, its path list, policies and failover;
 //! - `api`: the exported `rtrs_clt_*` functions (exported by
 //!   `bindings/rtrs_export.c`);
