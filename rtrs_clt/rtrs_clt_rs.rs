@@ -53,9 +53,9 @@
 //!   connections (`PathConns`: init_conns, create_cm, the INFO exchange, and
 //!   teardown); the heartbeat work on cid 0; it calls its session through
 //!   `PathOwner`;
-//! - `permits`: a session's permits: the lock-free bitmap over the pool,
-//!   get, put and the waits;
-//! - `sess`: the session, its path list, policies and failover;
+//! - `sess` (rtrs_clt/sess/): the session, its path list, policies and
+//!   failover, adding and removing paths, and its permits (the lock-free
+//!   bitmap over `ffi::permit_pool`: get, put and the waits);
 //! - `api`: the exported `rtrs_clt_*` functions (exported by
 //!   `bindings/rtrs_export.c`);
 //! - `sysfs`: the `/sys/class/rtrs-client` show and store handlers.
@@ -123,7 +123,6 @@ mod con;
 mod ffi;
 mod io;
 mod path;
-mod permits;
 mod sess;
 mod stats;
 

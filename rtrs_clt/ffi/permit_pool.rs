@@ -4,7 +4,7 @@
 //! which rnbd gets pointers into (per permit an `RtrsPermit` header, then
 //! its pdu), and the wait queue (`permits_wait`) that
 //! `rtrs_clt_get_permit(WAIT)` and `rtrs_clt_close` sleep on. The bitmap
-//! that hands the permits out is safe code, a layer above (`Permits`).
+//! that hands the permits out is safe code, in the session (`Permits`).
 
 use core::ptr::NonNull;
 

@@ -6,8 +6,12 @@
 //! `Sess::open` connects every given path synchronously and returns a
 //! connected session. IO walks the path list under RCU without a lock;
 //! paths are added and removed under `paths_mutex` (see `RcuArray`).
+//!
+//! The files: this one (the session: open, close, its path list and what
+//! its paths and the exported API ask of it), `paths` (adding and removing
+//! paths), `policy` (a request's way to a path: the multipath policies and
+//! failover) and `permits` (the permits: the bitmap over the pool).
 
-use core::cell::Cell;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
@@ -15,35 +19,32 @@ use kernel::ffi::c_int;
 use kernel::fmt;
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::str::{BStr, CString};
+use kernel::str::CString;
 use kernel::sync::{Arc, LockedBy, Mutex};
 
 use crate::con::{PathArgs, PathLink, PathShared, PolicyGen, RtrsCltState};
-use crate::ffi::abi::{Confirm, Kvecs, LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit, UsrHdr};
-use crate::ffi::addr::SockAddr;
-use crate::ffi::error::{ecomm, econnreset, emsgsize};
-use crate::ffi::kobj::{Class, PathKobj, PathStore, SessDev};
+use crate::ffi::abi::{LinkEvCb, PathAddr, RtrsAttrs, RtrsPermit};
+use crate::ffi::error::ecomm;
+use crate::ffi::kobj::{Class, PathKobj, SessDev};
 use crate::ffi::log::pr_warn_rl;
 use crate::ffi::misc::nr_cpu_ids;
 use crate::ffi::misc::uuid_gen;
-use crate::ffi::sync::{OnceBox, RcuArray, RcuArrayGuard, RcuBox, RcuGuard};
+use crate::ffi::sync::{OnceBox, RcuArray, RcuBox, RcuGuard};
 use crate::ffi::trace;
-use crate::ffi::verbs::{DevPool, SgList};
+use crate::ffi::verbs::DevPool;
 use crate::ffi::wq::Workqueue;
-use crate::io::{ReqDesc, UserReq};
+use crate::io::ReqDesc;
 use crate::path::PathOwner;
-use crate::permits::{Permits, PutError};
 use crate::rtrs_core::names::check_sessname;
-use crate::rtrs_core::path_state::{
-    HbParams, PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathsUp, StateReason,
-};
-use crate::rtrs_core::permit::rtrs_permit_to_clt_con;
-use crate::rtrs_core::policy::{
-    counts_inflight, failover_req, pack_hint, unpack_hint, LatencyHint, MpPolicy, Offer, PathView,
-    PathViews, HINT_NONE,
-};
-use crate::rtrs_core::proto::{check_io_hdr, RtrsCltLimits, MAX_PATHS_NUM, NAME_MAX};
-use crate::rtrs_core::sysfs_fmt;
+use crate::rtrs_core::path_state::{HbParams, PathsUpUnderflow, RtrsCltLinkEv, RtrsCltPathsUp};
+use crate::rtrs_core::policy::{MpPolicy, HINT_NONE};
+use crate::rtrs_core::proto::{RtrsCltLimits, MAX_PATHS_NUM, NAME_MAX};
+
+mod paths;
+mod permits;
+mod policy;
+
+use permits::{Permits, PutError};
 
 /// A path of a session.
 pub(crate) type SessPath = crate::path::SessPath<Sess>;
@@ -117,35 +118,6 @@ type PathArray = RcuArray<PathEntry, bool>;
 struct PathEntry {
     kobj: LockedBy<Option<PathKobj>, bool>,
     sp: PathHandle,
-}
-
-/// The path list as the policies see it: each path's state, inflight and
-/// heartbeat latency read when the policy looks at it, under `g`; with
-/// `now_ns` (`service-time`), its completion-latency estimate as of then.
-struct LiveViews<'a> {
-    list: &'a PathArray,
-    g: &'a RcuGuard,
-    now_ns: Option<i64>,
-}
-
-impl PathViews for LiveViews<'_> {
-    fn paths_num(&self) -> usize {
-        self.list.len()
-    }
-
-    fn view(&self, i: usize) -> Option<PathView> {
-        let e = self.list.get(i, self.g)?;
-        let sh = e.sp.shared();
-        let view = PathView::new(
-            sh.state(),
-            sh.stats.inflight(),
-            sh.hb_cur_latency_ns.load(Ordering::Relaxed),
-        );
-        Some(match self.now_ns {
-            Some(now) => view.with_svc_ns(sh.stats.svc_ns(now)),
-            None => view,
-        })
-    }
 }
 
 /// `struct rtrs_clt_sess`: what rnbd holds as `struct rtrs_clt_sess *`
@@ -424,301 +396,6 @@ impl Sess {
             .any(|(_, e)| e.sp.shared().state() == RtrsCltState::Connected);
         drop(g);
         up
-    }
-
-    /// `rtrs_clt_create_path_from_sysfs`: a new path (no poll queues), in
-    /// the list before it connects (IO skips it until CONNECTED), with its
-    /// directory once it is up.
-    pub(crate) fn add_path(self: &Arc<Self>, addr: &sysfs_fmt::RtrsAddr) -> Result {
-        let g = globals().ok_or(ENODEV)?;
-        let dev = &self.dev;
-        let src = addr
-            .src
-            .as_ref()
-            .map(SockAddr::from_rtrs)
-            .unwrap_or_default();
-        let dst = SockAddr::from_rtrs(&addr.dst);
-        let entry = {
-            let mut closing = self.paths.lock();
-            if *closing {
-                return Err(ENODEV);
-            }
-            let args = PathArgs {
-                pool: &g.pool,
-                sessname: &self.sessname,
-                src: &src,
-                dst: &dst,
-                paths_uuid: self.paths_uuid,
-                // A session with no path left is new to the server.
-                for_new_clt: self.paths.len() == 0,
-                nr_poll_queues: 0,
-                hb: g.hb,
-                policy_gen: &self.policy_gen,
-            };
-            let sp = PathHandle::new(&args, &g.wq, self.clone(), self.reconnect_delay_sec)?;
-            let e = Arc::new(
-                PathEntry {
-                    kobj: LockedBy::new(self.paths.writer(), None),
-                    sp,
-                },
-                GFP_KERNEL,
-            )?;
-            match closing.push(e.clone()) {
-                Ok(()) => {
-                    self.policy_gen.bump();
-                    e
-                }
-                Err(e) => {
-                    // C sends it on and the server refuses it with
-                    // ECONNRESET; the list here holds MAX_PATHS_NUM.
-                    pr_err!(
-                        "{}: add_path: the session has {} paths already\n",
-                        &*self.sessname,
-                        MAX_PATHS_NUM
-                    );
-                    drop(e);
-                    return Err(econnreset());
-                }
-            }
-        };
-        let e = &*entry;
-        let res = e.sp.get().init_path().and_then(|()| {
-            // Under the mutex, so that a `remove_path` written into the new
-            // directory finds it recorded.
-            let mut closing = self.paths.lock();
-            let k = Self::create_path_files(dev, &e.sp)?;
-            *e.kobj.access_mut(&mut closing) = Some(k);
-            Ok(())
-        });
-        if let Err(err) = res {
-            let removed = self.unlist(&mut self.paths.lock(), e);
-            if let Some((i, kobj, e)) = removed {
-                self.rr_cursor_on_remove(i);
-                e.sp.get().close_conns(true);
-                // After the mutex: removing the directory waits for its
-                // running stores, which may wait for the mutex.
-                drop(kobj);
-            }
-            return Err(err);
-        }
-        Ok(())
-    }
-
-    /// `rtrs_clt_remove_path_from_sysfs`: closes the path whose
-    /// `remove_path` file's store is running (`store`), marks it DEAD,
-    /// unlinks it and removes its directory from within that store, then
-    /// frees it.
-    ///
-    /// `store` only names the path (it is freed here): this holds its own
-    /// reference to the entry while it works.
-    pub(crate) fn remove_path(&self, store: PathStore) -> Result {
-        // Not listed: removed already (DEAD), as C's second remove finds it.
-        let Some(entry) = self.paths.lock().find(|e| {
-            let sp: *const SessPath = &*e.sp;
-            store.is_on(sp.cast())
-        }) else {
-            return Ok(());
-        };
-        let sp = &entry.sp;
-        let changed = loop {
-            sp.get().close_conns(true);
-            let (changed, old) = sp
-                .shared()
-                .change_state_get_old(RtrsCltState::Dead, StateReason::Removed);
-            if changed || old == RtrsCltState::Dead {
-                break changed;
-            }
-        };
-        if !changed {
-            return Ok(());
-        }
-        let removed = {
-            let mut closing = self.paths.lock();
-            if *closing {
-                None
-            } else {
-                self.unlist(&mut closing, &entry)
-            }
-        };
-        if let Some((i, kobj, e)) = removed {
-            self.rr_cursor_on_remove(i);
-            if let Some(k) = kobj {
-                k.destroy_self(store);
-            }
-            drop(e);
-        }
-        drop(entry);
-        Ok(())
-    }
-
-    /// `rtrs_clt_remove_path_from_arr`: unlists `e`; returns its former
-    /// index, its directory and the list's reference. Later paths move down
-    /// one index, so the generation is bumped before and after: a cached
-    /// pick made meanwhile may name a neighbour for that long (it is still
-    /// re-checked CONNECTED).
-    fn unlist(
-        &self,
-        closing: &mut RcuArrayGuard<'_, PathEntry, bool>,
-        e: &PathEntry,
-    ) -> Option<(usize, Option<PathKobj>, Arc<PathEntry>)> {
-        self.policy_gen.bump();
-        let r = closing.remove(|x| core::ptr::eq(x, e));
-        self.policy_gen.bump();
-        r.map(|(i, e)| (i, e.kobj.access_mut(closing).take(), e))
-    }
-
-    /// Keeps each CPU's round-robin cursor on the same path after the one
-    /// at `removed` left the list.
-    fn rr_cursor_on_remove(&self, removed: usize) {
-        let n = self.paths.len();
-        for c in self.rr_cursor.iter() {
-            let v = c.load(Ordering::Relaxed);
-            let mut cur = (v != usize::MAX).then_some(v);
-            crate::rtrs_core::policy::rr_cursor_on_remove(&mut cur, removed, n);
-            c.store(cur.unwrap_or(usize::MAX), Ordering::Relaxed);
-        }
-    }
-
-    /// `rtrs_clt_create_path_files`: paths/<src@dst> for a connected path.
-    fn create_path_files(dev: &SessDev, sp: &PathHandle) -> Result<PathKobj> {
-        let create = || {
-            // Named "src@dst" with the resolved source, as in C.
-            let name = sp.shared().dir_name()?.as_bytes();
-            let name = CString::try_from_fmt(fmt!("{}", BStr::from_bytes(name)))?;
-            let spp: *const SessPath = &**sp;
-            // SAFETY: The `SessPath` is in an `Arc` that the entry's handle
-            // holds, and the kobject goes first (see `PathEntry`).
-            unsafe { PathKobj::new(dev, &name, spp.cast()) }
-        };
-        create().inspect_err(|e| {
-            pr_err!(
-                "{}: create path files, err: {}\n",
-                sp.shared().sessname(),
-                e.to_errno()
-            )
-        })
-    }
-
-    /// `rtrs_clt_request`: checks the permit and the sizes, then `issue`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn request(
-        &self,
-        read: bool,
-        conf: Confirm,
-        permit: &RtrsPermit,
-        usr: Kvecs<'_>,
-        data_len: usize,
-        sg: SgList,
-    ) -> Result {
-        if self.permits().and_then(|p| p.index_of(permit)).is_none() {
-            return Err(EINVAL);
-        }
-        let usr = UsrHdr::Kvecs(usr);
-        let usr_len = usr.len().ok_or(emsgsize())?;
-        let r = ReqDesc {
-            read,
-            usr,
-            usr_len,
-            data_len,
-            sg_nents: sg.nents(),
-            user: Cell::new(Some(UserReq { conf, sg })),
-            con_type: permit.con_type.load(Ordering::Relaxed),
-            cpu_id: permit.cpu_id.load(Ordering::Relaxed),
-            mem_id: permit.mem_id.load(Ordering::Relaxed),
-        };
-        self.issue(&r, None)
-    }
-
-    /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`):
-    /// offers the request to the CONNECTED paths in the policy's order, each
-    /// at most once, until one posts it. Never sleeps.
-    /// `failover` is the path a failed-over request comes from.
-    fn issue(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
-        let sg_cnt = usize::try_from(r.sg_nents).unwrap_or(usize::MAX);
-        let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
-        // Min-latency's keys change on heartbeats and state changes only,
-        // so its first pick is cached across requests; the other policies'
-        // keys change per request (inflight, service time) or per CPU (the
-        // round-robin cursor), so they scan. The generation is read before
-        // the scan; the hint word is Relaxed, as its pick is re-checked
-        // CONNECTED below and the generation in it rejects an old one.
-        let gen = (policy == MpPolicy::MinLatency).then(|| self.policy_gen.read());
-        let cached = gen.and_then(|g| unpack_hint(self.lat_hint.load(Ordering::Relaxed), g));
-        let mut hint = LatencyHint::new(cached);
-        let guard = RcuGuard::new();
-        // The policies read the live list, one path at a time, as C does.
-        let views = LiveViews {
-            list: &self.paths,
-            g: &guard,
-            now_ns: (policy == MpPolicy::ServiceTime).then(crate::ffi::misc::ktime_get_ns),
-        };
-        let n = views.paths_num();
-        let cpu = crate::ffi::misc::this_cpu_id();
-        let slot = usize::try_from(cpu)
-            .ok()
-            .and_then(|c| self.rr_cursor.get(c));
-        let mut cursor = slot.and_then(|c| {
-            let v = c.load(Ordering::Relaxed);
-            (v != usize::MAX).then_some(v)
-        });
-        let counted = counts_inflight(policy);
-        let sample_svc = policy == MpPolicy::ServiceTime;
-        let out = failover_req(policy, &views, n, &mut cursor, &mut hint, |i| {
-            let Some(e) = self.paths.get(i, &guard) else {
-                return Offer::Skipped;
-            };
-            let shared = e.sp.shared();
-            // Re-checked under RCU: teardown leaves CONNECTED, then waits
-            // for this section to end before it frees anything.
-            if shared.state() != RtrsCltState::Connected {
-                return Offer::Skipped;
-            }
-            let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io(&guard)) else {
-                return Offer::Skipped;
-            };
-            if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {
-                pr_warn_rl!("{}: {}\n", &*self.sessname, e);
-                return Offer::Abort(e.errno());
-            }
-            let cid = rtrs_permit_to_clt_con(r.con_type, r.cpu_id, u32::from(shared.irq_con_num()));
-            let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
-                return Offer::Skipped;
-            };
-            match io.submit(con, &guard, r, counted, sample_svc) {
-                Ok(()) => {
-                    if let Some(from) = failover {
-                        shared.stats.inc_failover();
-                        self.trace_failover(from, shared.name().as_bytes(), 0);
-                    }
-                    Offer::Posted
-                }
-                Err(e) => Offer::Failed(e.to_errno()),
-            }
-        });
-        drop(guard);
-        if let Some(c) = slot {
-            c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
-        }
-        if let (Some(g), Some(i)) = (gen, hint.scanned) {
-            self.lat_hint.store(pack_hint(g, i), Ordering::Relaxed);
-        }
-        if let (Some(from), Err(e)) = (failover, out) {
-            self.trace_failover(from, b"", e);
-        }
-        out.map(|_| ()).map_err(Error::from_errno)
-    }
-
-    /// The `rtrs_clt_failover` trace event: a request left `from` for `to`,
-    /// or for no path (`err` < 0).
-    fn trace_failover(&self, from: &PathShared, to: &[u8], err: i32) {
-        if trace::on(trace::Kind::Failover) {
-            trace::emit(&trace::Event::Failover {
-                sess: self.sessname.as_bytes(),
-                from: from.name().as_bytes(),
-                to,
-                err,
-            });
-        }
     }
 }
 

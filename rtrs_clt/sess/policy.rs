@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A request's way to a path: `rtrs_clt_request`'s checks, then the
+//! multipath policy's order over the CONNECTED paths and failover
+//! (`rtrs_clt_failover_req`), each path offered the request at most once.
+
+use core::cell::Cell;
+use core::sync::atomic::Ordering;
+
+use kernel::prelude::*;
+
+use crate::con::{PathShared, RtrsCltState};
+use crate::ffi::abi::{Confirm, Kvecs, RtrsPermit, UsrHdr};
+use crate::ffi::error::emsgsize;
+use crate::ffi::log::pr_warn_rl;
+use crate::ffi::sync::RcuGuard;
+use crate::ffi::trace;
+use crate::ffi::verbs::SgList;
+use crate::io::{ReqDesc, UserReq};
+use crate::rtrs_core::permit::rtrs_permit_to_clt_con;
+use crate::rtrs_core::policy::{
+    counts_inflight, failover_req, pack_hint, unpack_hint, LatencyHint, MpPolicy, Offer, PathView,
+    PathViews,
+};
+use crate::rtrs_core::proto::check_io_hdr;
+
+use super::{PathArray, Sess};
+
+/// The path list as the policies see it: each path's state, inflight and
+/// heartbeat latency read when the policy looks at it, under `g`; with
+/// `now_ns` (`service-time`), its completion-latency estimate as of then.
+struct LiveViews<'a> {
+    list: &'a PathArray,
+    g: &'a RcuGuard,
+    now_ns: Option<i64>,
+}
+
+impl PathViews for LiveViews<'_> {
+    fn paths_num(&self) -> usize {
+        self.list.len()
+    }
+
+    fn view(&self, i: usize) -> Option<PathView> {
+        let e = self.list.get(i, self.g)?;
+        let sh = e.sp.shared();
+        let view = PathView::new(
+            sh.state(),
+            sh.stats.inflight(),
+            sh.hb_cur_latency_ns.load(Ordering::Relaxed),
+        );
+        Some(match self.now_ns {
+            Some(now) => view.with_svc_ns(sh.stats.svc_ns(now)),
+            None => view,
+        })
+    }
+}
+
+impl Sess {
+    /// `rtrs_clt_request`: checks the permit and the sizes, then `issue`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn request(
+        &self,
+        read: bool,
+        conf: Confirm,
+        permit: &RtrsPermit,
+        usr: Kvecs<'_>,
+        data_len: usize,
+        sg: SgList,
+    ) -> Result {
+        if self.permits().and_then(|p| p.index_of(permit)).is_none() {
+            return Err(EINVAL);
+        }
+        let usr = UsrHdr::Kvecs(usr);
+        let usr_len = usr.len().ok_or(emsgsize())?;
+        let r = ReqDesc {
+            read,
+            usr,
+            usr_len,
+            data_len,
+            sg_nents: sg.nents(),
+            user: Cell::new(Some(UserReq { conf, sg })),
+            con_type: permit.con_type.load(Ordering::Relaxed),
+            cpu_id: permit.cpu_id.load(Ordering::Relaxed),
+            mem_id: permit.mem_id.load(Ordering::Relaxed),
+        };
+        self.issue(&r, None)
+    }
+
+    /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`):
+    /// offers the request to the CONNECTED paths in the policy's order, each
+    /// at most once, until one posts it. Never sleeps.
+    /// `failover` is the path a failed-over request comes from.
+    pub(super) fn issue(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
+        let sg_cnt = usize::try_from(r.sg_nents).unwrap_or(usize::MAX);
+        let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
+        // Min-latency's keys change on heartbeats and state changes only,
+        // so its first pick is cached across requests; the other policies'
+        // keys change per request (inflight, service time) or per CPU (the
+        // round-robin cursor), so they scan. The generation is read before
+        // the scan; the hint word is Relaxed, as its pick is re-checked
+        // CONNECTED below and the generation in it rejects an old one.
+        let gen = (policy == MpPolicy::MinLatency).then(|| self.policy_gen.read());
+        let cached = gen.and_then(|g| unpack_hint(self.lat_hint.load(Ordering::Relaxed), g));
+        let mut hint = LatencyHint::new(cached);
+        let guard = RcuGuard::new();
+        // The policies read the live list, one path at a time, as C does.
+        let views = LiveViews {
+            list: &self.paths,
+            g: &guard,
+            now_ns: (policy == MpPolicy::ServiceTime).then(crate::ffi::misc::ktime_get_ns),
+        };
+        let n = views.paths_num();
+        let cpu = crate::ffi::misc::this_cpu_id();
+        let slot = usize::try_from(cpu)
+            .ok()
+            .and_then(|c| self.rr_cursor.get(c));
+        let mut cursor = slot.and_then(|c| {
+            let v = c.load(Ordering::Relaxed);
+            (v != usize::MAX).then_some(v)
+        });
+        let counted = counts_inflight(policy);
+        let sample_svc = policy == MpPolicy::ServiceTime;
+        let out = failover_req(policy, &views, n, &mut cursor, &mut hint, |i| {
+            let Some(e) = self.paths.get(i, &guard) else {
+                return Offer::Skipped;
+            };
+            let shared = e.sp.shared();
+            // Re-checked under RCU: teardown leaves CONNECTED, then waits
+            // for this section to end before it frees anything.
+            if shared.state() != RtrsCltState::Connected {
+                return Offer::Skipped;
+            }
+            let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io(&guard)) else {
+                return Offer::Skipped;
+            };
+            if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {
+                pr_warn_rl!("{}: {}\n", &*self.sessname, e);
+                return Offer::Abort(e.errno());
+            }
+            let cid = rtrs_permit_to_clt_con(r.con_type, r.cpu_id, u32::from(shared.irq_con_num()));
+            let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
+                return Offer::Skipped;
+            };
+            match io.submit(con, &guard, r, counted, sample_svc) {
+                Ok(()) => {
+                    if let Some(from) = failover {
+                        shared.stats.inc_failover();
+                        self.trace_failover(from, shared.name().as_bytes(), 0);
+                    }
+                    Offer::Posted
+                }
+                Err(e) => Offer::Failed(e.to_errno()),
+            }
+        });
+        drop(guard);
+        if let Some(c) = slot {
+            c.store(cursor.unwrap_or(usize::MAX), Ordering::Relaxed);
+        }
+        if let (Some(g), Some(i)) = (gen, hint.scanned) {
+            self.lat_hint.store(pack_hint(g, i), Ordering::Relaxed);
+        }
+        if let (Some(from), Err(e)) = (failover, out) {
+            self.trace_failover(from, b"", e);
+        }
+        out.map(|_| ()).map_err(Error::from_errno)
+    }
+
+    /// The `rtrs_clt_failover` trace event: a request left `from` for `to`,
+    /// or for no path (`err` < 0).
+    fn trace_failover(&self, from: &PathShared, to: &[u8], err: i32) {
+        if trace::on(trace::Kind::Failover) {
+            trace::emit(&trace::Event::Failover {
+                sess: self.sessname.as_bytes(),
+                from: from.name().as_bytes(),
+                to,
+                err,
+            });
+        }
+    }
+}
