@@ -19,10 +19,10 @@
 //!   - `log`: rate-limited logging for completion context;
 //!   - `addr`: `SockAddr` (a `sockaddr_storage` by value) and its
 //!     conversions to and from rtrs_core's parsed form;
-//!   - `verbs`: owning wrappers over ib_verbs (ib_client, the per-device PD
-//!     pool, CQs, QPs, MRs, DMA-mapped IUs, scatterlists, work requests,
-//!     `QpRing`: a connection's QP with its CQ and receive buffers, and the
-//!     completion trampolines);
+//!   - `verbs` (ffi/verbs/, a file each): owning wrappers over ib_verbs
+//!     (ib_client, the per-device PD pool, CQs, QPs, MRs, DMA-mapped IUs,
+//!     scatterlists, work requests, `QpRing`: a connection's QP with its CQ
+//!     and receive buffers, and the completion trampolines);
 //!   - `cm`: an owning rdma_cm id wrapper, which holds the id's owner (its
 //!     context), with its event handler trampoline;
 //!   - `dev_event`: a device's asynchronous events (port, GID, fatal);
@@ -58,11 +58,12 @@
 //!   bitmap over `ffi::permit_pool`: get, put and the waits);
 //! - `api`: the exported `rtrs_clt_*` functions (exported by
 //!   `bindings/rtrs_export.c`);
-//! - `sysfs`: the `/sys/class/rtrs-client` show and store handlers.
+//! - `sysfs` (sysfs/, beside rtrs_clt/): the `/sys/class/rtrs-client` show
+//!   and store handlers.
 //!
 //! Each file imports only from the layers listed before its own, and from
-//! its own layer; a file in `ffi` only from the `ffi` modules listed before
-//! its own (scripts/check-layers.sh, run by tests/host/lint.sh).
+//! its own layer; within `ffi`, only from its own module and the ones
+//! listed before it (scripts/check-layers.sh, run by tests/host/lint.sh).
 //!
 //! Lock order (outer first: holding one of these, a thread only takes locks
 //! listed after it):
@@ -85,7 +86,7 @@
 //! path list, a path's connections and a connection's QP (`Con::qp`)
 //! inside an RCU read section; removal
 //! and teardown unpublish first and free after `synchronize_rcu` (see
-//! `path` and `sync::RcuArray`). `rtrs_clt_get_permit(WAIT)` and
+//! `path` and `ffi::sync::RcuArray`). `rtrs_clt_get_permit(WAIT)` and
 //! `rtrs_clt_close` sleep on the permit wait queue holding no lock. CM
 //! handlers run in process context under rdma_cm's per-id handler mutex, and
 //! take locks 3 to 5. Nobody holds a lock while destroying a cm id (which

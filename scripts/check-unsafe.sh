@@ -12,12 +12,12 @@
 # code, the statistics, and any new file) counts as outside.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-# Today's figures: lower them when a block or impl goes, never raise them
-# to let one in.
+# The figures as they are (no headroom): one more block or impl fails the
+# check; lower a limit when one goes.
 MAX_TOTAL=117
-MAX_OUTSIDE=25
+MAX_OUTSIDE=8
 MAX_IMPL_TOTAL=51
-MAX_IMPL_OUTSIDE=4
+MAX_IMPL_OUTSIDE=2
 ffi_dir=rtrs_clt/ffi/
 ffi_files=(
 	rtrs_clt/api.rs  # the exported rtrs_clt_* functions: rnbd's raw pointers, checked here

@@ -4,10 +4,11 @@
 //! device's events, workqueues, sysfs objects, trace events, per-CPU areas,
 //! rtrs.h's types, the permits' memory and wait queue) and the ownership
 //! types built on them (RCU-published boxes and arrays, a box set once, a
-//! request slot cell), with the helpers
-//! beneath them (C's errnos, C functions declared `safe`, rate-limited
-//! logs). The `unsafe` that touches C lives here; the layers above use
-//! these types. The crate root lists these modules in their layer order.
+//! request slot cell), with the helpers beneath them (C's errnos, C
+//! functions declared `safe`, rate-limited logs). The `unsafe` that touches
+//! C lives here; the layers above use these types. The crate root lists
+//! these modules in their layer order (scripts/check-unsafe.sh exempts this
+//! folder; scripts/check-layers.sh checks the order).
 
 pub(crate) mod abi;
 pub(crate) mod addr;
