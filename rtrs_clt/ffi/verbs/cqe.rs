@@ -34,7 +34,7 @@ pub(crate) fn wc_imm_data(wc: &bindings::ib_wc) -> u32 {
 /// `done` runs in the CQ's context: softirq for IRQ connections, so it
 /// must not sleep.
 pub(crate) trait CqeHandler: 'static {
-    /// The QP context type (`qp_context`, see [`Qp`]).
+    /// The QP context type (`qp_context`, see [`Qp`](super::Qp)).
     type Ctx: Sync;
     /// Handles one work completion.
     fn done(ctx: &Self::Ctx, wc: &bindings::ib_wc);
@@ -102,8 +102,8 @@ impl Cqe {
 }
 
 /// Types whose completions carry themselves: a `#[repr(C)]` struct with an
-/// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`], an IO request slot, a
-/// [`CqeHandler`]'s constant cqe).
+/// `ib_cqe` first, posted as `wr_cqe` (an [`Iu`](super::Iu), an IO request
+/// slot, a [`CqeHandler`]'s constant cqe).
 ///
 /// # Safety
 ///

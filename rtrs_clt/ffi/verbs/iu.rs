@@ -24,9 +24,9 @@ use crate::bindings;
 pub(crate) trait IuDone {
     /// The QP context type (`qp_context`).
     type Ctx: Sync;
-    /// What each IU keeps for its handler (`()` but for a [`QpRing`]'s
-    /// receive buffers, which keep their ring's [`PostGate`] and whether
-    /// they are posted).
+    /// What each IU keeps for its handler (`()` but for a
+    /// [`QpRing`](super::QpRing)'s receive buffers, which keep their ring's
+    /// [`PostGate`] and whether they are posted).
     type State: Send + Sync;
     /// Handles the work completion of `iu`.
     fn done(ctx: &Self::Ctx, iu: &Iu<Self>, wc: &bindings::ib_wc)

@@ -187,8 +187,9 @@ pub(super) unsafe extern "C" fn qp_event_handler<C: QpOwner>(
     owner.qp_event(event);
 }
 
-/// An RC QP created on a cm id with `rdma_create_qp` (by [`QpRing::create`],
-/// the only place one is made), drained and destroyed on drop.
+/// An RC QP created on a cm id with `rdma_create_qp` (by
+/// [`QpRing::create`](super::QpRing::create), the only place one is made),
+/// drained and destroyed on drop.
 ///
 /// Every post goes through its [`PostGate`]: once a drain has begun nothing
 /// more is posted, so a drained QP stays drained.
