@@ -6,32 +6,27 @@
 # on one line are two). The last line sums them up with their limits.
 #
 # The FFI layer, where `unsafe` is to live, is the folder rtrs_clt/ffi/ (the
-# FFI wrappers and ownership types; any file in it, new ones too). Besides,
-# the entry points that C calls with raw pointers are exempt by name, below,
-# each with its reason; any other file (the connection, path, session, IO
-# code, the statistics, and any new file) counts as outside.
+# FFI wrappers and ownership types; any file in it, new ones too). Every
+# other file counts as outside: the connection, path, session, IO code, the
+# statistics, any new file, and the entry points that C calls with raw
+# pointers (api.rs: 8 blocks, sysfs/attrs.rs: 5, each turning C's pointers
+# into references once).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 # The figures as they are (no headroom): one more block or impl fails the
 # check; lower a limit when one goes.
 MAX_TOTAL=117
-MAX_OUTSIDE=8
+MAX_OUTSIDE=21
 MAX_IMPL_TOTAL=51
 MAX_IMPL_OUTSIDE=2
 ffi_dir=rtrs_clt/ffi/
-ffi_files=(
-	rtrs_clt/api.rs  # the exported rtrs_clt_* functions: rnbd's raw pointers, checked here
-	sysfs/attrs.rs   # the show/store handlers bindings/rtrs_sysfs.c calls
-)
-declare -A is_ffi
-for f in "${ffi_files[@]}"; do is_ffi[$f]=1; done
 total=0 outside=0 impls=0 impls_outside=0
 printf '%-34s %6s %6s\n' file blocks impls
 while IFS= read -r f; do
 	n=$(grep -o 'unsafe {' "$f" | wc -l)
 	i=$(grep -o 'unsafe impl\b' "$f" | wc -l)
 	total=$((total + n)) impls=$((impls + i))
-	if [[ $f == "$ffi_dir"* ]] || [ -n "${is_ffi[$f]:-}" ]; then
+	if [[ $f == "$ffi_dir"* ]]; then
 		where=""
 	else
 		outside=$((outside + n)) impls_outside=$((impls_outside + i)) where=" (outside)"
