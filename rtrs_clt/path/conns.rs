@@ -488,6 +488,12 @@ impl PathConns {
         // reference, destroy_cm, destroy_con.
         drop(qps);
         drop(core::mem::take(&mut self.cons));
+        // This generation's connections are gone: none of them can report
+        // its disconnect now. A count left above zero (a DISCONNECTED that
+        // never came, as when the CM could not allocate its DREQ) would
+        // make every later teardown of the path wait the whole timeout
+        // (beyond C, which keeps the count).
+        shared.connected_cnt.store(0, Ordering::Release);
     }
 }
 
