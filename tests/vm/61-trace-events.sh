@@ -257,7 +257,7 @@ diag "carrier lost: path 2 down ${dt} ms after the link went down"
 tap_check "carrier of path 2 lost: down through the port event (port_err traced, reason port_event)" \
 	sh -c "[ $(tr_count rtrs_clt_port_event "path='$P2' event=port_err port=1 state=RECONNECTING\$") -eq 1 ] &&
 		[ $(tr_count rtrs_clt_state_change "path='$P2' CONNECTED -> RECONNECTING reason=port_event\$") -eq 1 ] || { cat $T/trace >&2; false; }"
-fio_verify "$dev" 4k "$(by_tier 1M 8M)" > /tmp/tr-fio2.out 2>&1; rc=$?
+fio_verify "$dev" 4k "$(by_tier 1M 2M)" > /tmp/tr-fio2.out 2>&1; rc=$?
 tap_check "verified IO over path 1 meanwhile (fio rc $rc)" test $rc -eq 0
 
 mark "teardown"
