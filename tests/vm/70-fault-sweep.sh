@@ -27,14 +27,18 @@
 # and the next run starts. At the end every session unmaps, the modules
 # unload, and the harness's kmemleak scan and dmesg check must be clean.
 #
-# The same sweep runs over the C client (the full tier), as the oracle: its
-# figures are printed beside this module's. The quick tier fails the first
-# two new paths of a few operations, in any context.
+# The same sweep over the C client is the oracle, run on demand (make
+# check-full sweeps this module only, to fit its time): FS_CLIENTS="rs c"
+# prints C's figures beside this module's, e.g.
+#   make vm CMD='FS_CLIENTS="rs c" bash tests/vm/70-fault-sweep.sh'
+# The quick tier fails the first two new paths of a few operations, in any
+# context.
 #
-# Environment: FS_CLIENTS ("rs c"), FS_OPS, FS_MODES ("task slab page"),
-# FS_MAX (cap on runs per way, 0 = none), FS_QUICK_PATHS, FS_QD (the
-# server's sess_queue_depth, 32), FS_DEDUP (1: a call path failed in an
-# earlier operation is not failed again; 0: each operation fails all of its own).
+# Environment: FS_CLIENTS ("rs"; "rs c" adds the C oracle), FS_OPS,
+# FS_MODES ("task slab page"), FS_MAX (cap on runs per way, 0 = none),
+# FS_QUICK_PATHS, FS_QD (the server's sess_queue_depth, 32), FS_DEDUP (1: a
+# call path failed in an earlier operation is not failed again; 0: each
+# operation fails all of its own).
 . "$(dirname "$0")/../lib.sh"
 # Path 2 crosses the routers of lib-mp.sh (MP_N=1), so that it can lose its link.
 MP_N=1
@@ -46,7 +50,7 @@ FS_OPS=${FS_OPS:-$(by_tier map1 "$ALL_OPS")}
 FS_MODES=${FS_MODES:-$(by_tier task "task slab page")}
 # The quick tier fails the first few call paths of each census.
 FS_QUICK_PATHS=${FS_QUICK_PATHS:-2}
-FS_CLIENTS=${FS_CLIENTS:-$(by_tier rs "rs c")}
+FS_CLIENTS=${FS_CLIENTS:-rs}
 FS_MAX=${FS_MAX:-0}
 FS_QD=${FS_QD:-32}
 FS_DEDUP=${FS_DEDUP:-1}
