@@ -1,7 +1,7 @@
 #!/bin/bash
 # vm-suite.sh <out dir> <test script...>: in the test VM, run several VM test
-# scripts one after another in this one boot (the quick tier of make check:
-# a boot and its kmemleak scan cost about 70 s under TCG, per test otherwise).
+# scripts one after another in this one boot (both tiers of make check: a
+# boot and its kmemleak scan cost about 70 s under TCG, per test otherwise).
 #
 # For each test <name> (its path below tests/, with / as _) it leaves in
 # <out>: <name>.tap, .stderr, .rc, .secs (wall time) and .reset (what it left
@@ -9,6 +9,13 @@
 # lines "rtrs-suite: begin <name>" and "rtrs-suite: end <name>", by which the
 # host cuts each test's part of the log for the dmesg checker. A test runs
 # at most SUITE_TEST_TIMEOUT seconds (default 1200).
+#
+# SUITE_LEAKCHECK_EACH=1 (the full tier): after each test and its reset, a
+# kmemleak scan as scripts/vm-init.sh makes after a command (two scans 6 s
+# apart), its report saved to <out>/<name>.kmemleak, then cleared, so that
+# each test's leaks are its own. The scan's own kernel log lines ("kmemleak:
+# N new suspected memory leaks") go between "rtrs-suite: begin kmemleak
+# <name>" and "rtrs-suite: end kmemleak <name>", in that test's part.
 set -u
 out=$1; shift
 kmsg() { echo "rtrs-suite: $*" > /dev/kmsg; }
@@ -75,6 +82,19 @@ reset() {
 	return 0
 }
 
+# leakcheck <name>: kmemleak's report of what leaked since the last clear
+# into <out>/<name>.kmemleak, then cleared (kmemleak reports objects older
+# than 5 s that two scans agree on).
+kml=/sys/kernel/debug/kmemleak
+leakcheck() {
+	[ -w $kml ] || return 0
+	kmsg "begin kmemleak $1"
+	echo scan > $kml; _sleep 6; echo scan > $kml
+	cat $kml > "$out/$1.kmemleak"
+	echo clear > $kml
+	kmsg "end kmemleak $1"
+}
+
 # The netdevs the VM booted with (dummy0, say) stay; the sysctls the
 # multipath tests change go back to their boot values.
 boot_links=
@@ -94,6 +114,7 @@ for t in "$@"; do
 	echo $secs > "$out/$name.secs"
 	kmsg "end $name"
 	reset > "$out/$name.reset" 2>&1
+	[ "${SUITE_LEAKCHECK_EACH:-0}" = 1 ] && leakcheck "$name"
 	echo "vm-suite: $name: exit $rc, $secs s, $(grep -c '^ok' "$out/$name.tap") ok, $(grep -c '^not ok' "$out/$name.tap") not ok"
 done
 sync
