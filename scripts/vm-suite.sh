@@ -28,6 +28,14 @@ kmsg() { echo "rtrs-suite: $*" > /dev/kmsg; }
 # reset: take down what a test left behind, and say what it was.
 reset() {
 	local b m l a i
+	# Fault injection a test left armed (killed by its timeout in 70's or
+	# 72's faults, full tier): disarmed first, or the teardown below and the
+	# next tests would take its faults (at boot: times 1, probability 0).
+	for a in failslab fail_page_alloc; do
+		_read_line "/sys/kernel/debug/$a/times" && [ "$_LINE" != 0 ] || continue
+		_read_line "/sys/kernel/debug/$a/probability" && [ "$_LINE" != 0 ] || continue
+		echo "fault injection $a armed"; echo 0 > "/sys/kernel/debug/$a/times"
+	done
 	for b in /sys/block/rnbd*; do
 		[ -e "$b/rnbd/unmap_device" ] || continue
 		echo "unmapped ${b##*/}"; echo force > "$b/rnbd/unmap_device"
