@@ -164,7 +164,7 @@ wait_gid() {
 
 # kmsg_mark: writes a unique line to the kernel log and prints it; with
 # dmesg_since <mark> <pattern>, a check sees only what was logged after it
-# (the quick tier runs every test in one boot).
+# (make check and make check-full run every test in one boot).
 kmsg_mark() {
 	local m="rtrs-test: mark $$.$RANDOM.$RANDOM"
 	echo "$m" > /dev/kmsg

@@ -47,8 +47,8 @@ make_writable() {
 		mount --bind /tmp/w_usr_src /usr/src && mount --bind /tmp/w_var_lib_dkms /var/lib/dkms
 }
 make_writable
-# The copies go with the test, however it ends (the quick tier runs the
-# next tests in this boot).
+# The copies go with the test, however it ends (both tiers of make check
+# run the next tests in this boot).
 trap 'umount "$MODDIR" /etc/modprobe.d /usr/src /var/lib/dkms 2>/dev/null; rm -f /tmp/dd15.pat /tmp/dd15.back' EXIT
 are_writable() {
 	local d

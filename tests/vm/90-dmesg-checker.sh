@@ -10,8 +10,8 @@ tap_plan 4
 d=/sys/kernel/debug/provoke-crash/DIRECT
 tap_check "lkdtm loads" modprobe lkdtm
 log=/tmp/planted.log
-# Only this test's part of the log: in the quick tier earlier tests ran in
-# this boot, and their findings are theirs.
+# Only this test's part of the log: earlier tests ran in this boot (make
+# check, both tiers), and their findings are theirs.
 mark=$(kmsg_mark)
 dmesg_after() { dmesg | awk -v m="$mark" 'index($0, m) { f = 1; next } f'; }
 dmesg_after > /tmp/before.log
