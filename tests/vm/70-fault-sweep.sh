@@ -38,7 +38,9 @@
 # FS_MODES ("task slab page"), FS_MAX (cap on runs per way, 0 = none),
 # FS_QUICK_PATHS, FS_QD (the server's sess_queue_depth, 32), FS_DEDUP (1: a
 # call path failed in an earlier operation is not failed again; 0: each
-# operation fails all of its own).
+# operation fails all of its own), FS_ONLY_N (only the runs whose first
+# allocation on their call path is one of these numbers, to replay a
+# failed run: "N=15" in a diagnostic is FS_ONLY_N=15).
 . "$(dirname "$0")/../lib.sh"
 # Path 2 crosses the routers of lib-mp.sh (MP_N=1), so that it can lose its link.
 MP_N=1
@@ -54,6 +56,7 @@ FS_CLIENTS=${FS_CLIENTS:-rs}
 FS_MAX=${FS_MAX:-0}
 FS_QD=${FS_QD:-32}
 FS_DEDUP=${FS_DEDUP:-1}
+FS_ONLY_N=${FS_ONLY_N:-}
 QUICK=$(by_tier 1 0)
 read -r -a _ops <<< "$FS_OPS"; n_ops=${#_ops[@]}
 read -r -a _cls <<< "$FS_CLIENTS"; n_cl=${#_cls[@]}
@@ -425,6 +428,7 @@ sweep() {
 	[ "$FS_MAX" -gt 0 ] && [ "$max" -gt "$FS_MAX" ] && max=$FS_MAX
 	for (( i = 0; i < max; i++ )); do
 		n=${FI_NS[$i]} sig=${FI_SIGS[$i]}
+		[ -z "$FS_ONLY_N" ] || [[ " $FS_ONLY_N " == *" $n "* ]] || continue
 		if ! "op_${op}_pre" > /tmp/fs-pre 2>&1; then
 			BAD[$key]+="N=$n: cannot set up ($(head -c 200 /tmp/fs-pre)); "; break
 		fi
