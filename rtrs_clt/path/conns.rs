@@ -156,27 +156,50 @@ pub(crate) struct PathConns {
 impl PathConns {
     /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
     /// CONNECTING: connects one admin connection, one per CPU id and the
-    /// poll ones, then does the INFO exchange. On error everything is torn
-    /// down and the C client's errno returned. The connections hold `up`
-    /// (their path) until they go.
+    /// poll ones, does the INFO exchange and allocates the request slots;
+    /// the path is CONNECTED then. On error everything is torn down, the
+    /// path is CONNECTING_ERR (so a reconnect can take it, as C's
+    /// `init_conns` and `rtrs_send_path_info` leave it) and the C client's
+    /// errno returned. The connections hold `up` (their path) until they go.
     pub(crate) fn connect(
         shared: &Arc<PathShared>,
         up: Arc<dyn PathRecovery>,
-    ) -> core::result::Result<Self, ConnectError> {
-        let mut path = PathConns {
-            cons: KVec::new(),
-            info_ius: None,
-            shared: shared.clone(),
-            watch: None,
-        };
+    ) -> core::result::Result<KBox<Self>, ConnectError> {
         shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
-        path.init_conns(&up)?;
-        path.send_path_info().map_err(|err| ConnectError {
-            stage: ConnectStage::PathInfo,
-            cid: 0,
-            err,
-        })?;
-        path.watch = PortWatch::start(shared, up);
+        match Self::connect_steps(shared, &up) {
+            Ok(mut path) => {
+                path.watch = PortWatch::start(shared, up);
+                Ok(path)
+            }
+            Err(e) => {
+                shared.change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
+                Err(e)
+            }
+        }
+    }
+
+    /// The steps of [`PathConns::connect`], up to CONNECTED.
+    fn connect_steps(
+        shared: &Arc<PathShared>,
+        up: &Arc<dyn PathRecovery>,
+    ) -> core::result::Result<KBox<Self>, ConnectError> {
+        let at = |stage| move |err| ConnectError { stage, cid: 0, err };
+        let mut path = KBox::new(
+            PathConns {
+                cons: KVec::new(),
+                info_ius: None,
+                shared: shared.clone(),
+                watch: None,
+            },
+            GFP_KERNEL,
+        )
+        .map_err(|e| at(ConnectStage::CreateCm)(e.into()))?;
+        path.init_conns(up)?;
+        path.send_path_info().map_err(at(ConnectStage::PathInfo))?;
+        path.alloc_reqs().map_err(at(ConnectStage::AllocReqs))?;
+        if !shared.change_state(RtrsCltState::Connected, StateReason::Connected) {
+            return Err(at(ConnectStage::PathInfo)(econnreset()));
+        }
         Ok(path)
     }
 
@@ -190,9 +213,9 @@ impl PathConns {
         self.cons.get(cid).map(ConSlot::con)
     }
 
-    /// `alloc_path_reqs` plus the lock-free copy of the rbufs: called once,
-    /// after `connect`.
-    pub(crate) fn alloc_reqs(&mut self) -> Result {
+    /// `alloc_path_reqs` plus the lock-free copy of the rbufs, once the
+    /// INFO response has filled them.
+    fn alloc_reqs(&mut self) -> Result {
         let io = {
             let shared = self.shared();
             let pinner = shared.inner.lock();
@@ -249,10 +272,7 @@ impl PathConns {
         })?;
         self.cons.push(ConSlot { cm_id }, GFP_KERNEL)?;
         let slot = self.cons.last().ok_or(EINVAL)?;
-        Self::create_cm(&shared, slot).inspect_err(|_| {
-            shared.change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
-        })?;
-        Ok(())
+        Self::create_cm(&shared, slot)
     }
 
     /// `create_cm`, after the id exists: resolve and wait for the outcome.
@@ -315,17 +335,8 @@ impl PathConns {
 
     /// `rtrs_send_path_info`, and the processing half of
     /// `rtrs_clt_info_rsp_done` (`process_info_rsp`, `post_recv_path`),
-    /// done here in process context.
+    /// done here in process context. The caller moves the state.
     fn send_path_info(&mut self) -> Result {
-        let res = self.do_send_path_info();
-        if res.is_err() {
-            self.shared()
-                .change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
-        }
-        res
-    }
-
-    fn do_send_path_info(&mut self) -> Result {
         // Not borrowed from `self`: the connections change meanwhile.
         let shared = self.shared.clone();
         let sess = &*shared.sessname;
@@ -419,11 +430,7 @@ impl PathConns {
             })?;
         }
         self.post_recv_path(params.queue_depth, params.new_rkey())
-            .map_err(|_| econnreset())?;
-        if !shared.change_state(RtrsCltState::Connected, StateReason::Connected) {
-            return Err(econnreset());
-        }
-        Ok(())
+            .map_err(|_| econnreset())
     }
 
     /// `rtrs_clt_stop_and_destroy_conns` after the heartbeat: disconnects

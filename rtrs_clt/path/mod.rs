@@ -248,28 +248,21 @@ impl<O: PathOwner> SessPath<O> {
         {
             let _g = self.init.lock();
             let up: Arc<dyn PathRecovery> = Arc::<Self>::from(self);
-            let mut path = PathConns::connect(&self.shared, up).map_err(|e| {
+            let path = PathConns::connect(&self.shared, up).map_err(|e| {
+                let what = match e.stage {
+                    ConnectStage::PathInfo => "rtrs_send_path_info()",
+                    _ => "init_conns()",
+                };
                 pr_err!(
-                    "{}: init_conns() failed: err={}\n",
+                    "{}: {} failed: err={}\n",
                     self.shared.sessname(),
+                    what,
                     e.err.to_errno()
                 );
                 self.trace_connect(&e);
                 e.err
             })?;
-            path.alloc_reqs().inspect_err(|&err| {
-                pr_err!(
-                    "{}: alloc_path_reqs(), err: {}\n",
-                    self.shared.sessname(),
-                    err.to_errno()
-                );
-                self.trace_connect(&ConnectError {
-                    stage: ConnectStage::AllocReqs,
-                    cid: 0,
-                    err,
-                });
-            })?;
-            let old = self.cur.replace(Some(KBox::new(path, GFP_KERNEL)?));
+            let old = self.cur.replace(Some(path));
             if old.is_some() {
                 // Cannot happen: teardown unpublishes under `init`.
                 pr_err!("{}: path published twice\n", self.shared.sessname());
