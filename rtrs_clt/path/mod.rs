@@ -388,7 +388,13 @@ impl<O: PathOwner> SessPath<O> {
             .update_state(StateReason::SysfsReconnect, path_state::sysfs_reconnect)
         {
             SysfsReconnect::Busy => return Err(EBUSY),
-            SysfsReconnect::Flush => {}
+            SysfsReconnect::Flush => {
+                // A recovery still tearing the connections down queues the
+                // reconnect when done: wait for it, so the reconnect is
+                // tried now (C flushes only the reconnect work and so
+                // fails with -ENOTCONN at once, right after a link loss).
+                DelayedWork::<Self, ERR_RECOVERY_WORK>::flush(&self);
+            }
             SysfsReconnect::Started => {
                 self.shared.link.lock().sysfs_reconnect_started();
                 self.stop_and_destroy_conns();
