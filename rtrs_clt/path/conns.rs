@@ -166,24 +166,12 @@ impl PathConns {
         up: Arc<dyn PathRecovery>,
     ) -> core::result::Result<KBox<Self>, ConnectError> {
         shared.recon_cnt.fetch_add(1, Ordering::Relaxed);
-        match Self::connect_steps(shared, &up) {
-            Ok(mut path) => {
-                path.watch = PortWatch::start(shared, up);
-                Ok(path)
-            }
-            Err(e) => {
-                shared.change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
-                Err(e)
-            }
-        }
-    }
-
-    /// The steps of [`PathConns::connect`], up to CONNECTED.
-    fn connect_steps(
-        shared: &Arc<PathShared>,
-        up: &Arc<dyn PathRecovery>,
-    ) -> core::result::Result<KBox<Self>, ConnectError> {
-        let at = |stage| move |err| ConnectError { stage, cid: 0, err };
+        // Out of CONNECTING before the teardown: its disconnects are ours,
+        // not the server's.
+        let failed = |e: ConnectError| {
+            shared.change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
+            e
+        };
         let mut path = KBox::new(
             PathConns {
                 cons: KVec::new(),
@@ -193,14 +181,35 @@ impl PathConns {
             },
             GFP_KERNEL,
         )
-        .map_err(|e| at(ConnectStage::CreateCm)(e.into()))?;
-        path.init_conns(up)?;
-        path.send_path_info().map_err(at(ConnectStage::PathInfo))?;
-        path.alloc_reqs().map_err(at(ConnectStage::AllocReqs))?;
-        if !shared.change_state(RtrsCltState::Connected, StateReason::Connected) {
+        .map_err(|e| {
+            failed(ConnectError {
+                stage: ConnectStage::CreateCm,
+                cid: 0,
+                err: e.into(),
+            })
+        })?;
+        // On error `path` is torn down after the state change.
+        path.connect_steps(&up).map_err(failed)?;
+        path.watch = PortWatch::start(shared, up);
+        Ok(path)
+    }
+
+    /// The steps of [`PathConns::connect`], up to CONNECTED.
+    fn connect_steps(
+        &mut self,
+        up: &Arc<dyn PathRecovery>,
+    ) -> core::result::Result<(), ConnectError> {
+        let at = |stage| move |err| ConnectError { stage, cid: 0, err };
+        self.init_conns(up)?;
+        self.send_path_info().map_err(at(ConnectStage::PathInfo))?;
+        self.alloc_reqs().map_err(at(ConnectStage::AllocReqs))?;
+        if !self
+            .shared
+            .change_state(RtrsCltState::Connected, StateReason::Connected)
+        {
             return Err(at(ConnectStage::PathInfo)(econnreset()));
         }
-        Ok(path)
+        Ok(())
     }
 
     /// What CM handlers and CQ callbacks share.
