@@ -20,7 +20,7 @@ use crate::rtrs_core::proto::{RtrsMsgRkeyRsp, WireError};
 use crate::stats::PathStats;
 
 use super::path_shared::INFO_RSP_ERR;
-use super::{Con, ConQp, IoCtx, RtrsCltState, INFO_RSP_OK};
+use super::{Con, ConQp, IoCtx, INFO_RSP_OK};
 
 /// `io_comp_cqe` of C (a constant here, see `verbs::static_cqe`): empty
 /// receives and heartbeat acks (`rtrs_clt_rdma_done` without a buffer).
@@ -325,7 +325,7 @@ impl IuDone for InfoReqDone {
             let msg = wc_status_msg(wc.status);
             pr_err_rl!("{}: Path info request send failed: {}\n", con.sess(), msg);
             con.path()
-                .change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
+                .update_state(StateReason::ConnectFailed, path_state::connect_failed);
         }
     }
 }

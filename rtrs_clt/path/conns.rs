@@ -169,7 +169,7 @@ impl PathConns {
         // Out of CONNECTING before the teardown: its disconnects are ours,
         // not the server's.
         let failed = |e: ConnectError| {
-            shared.change_state(RtrsCltState::ConnectingErr, StateReason::ConnectFailed);
+            shared.update_state(StateReason::ConnectFailed, path_state::connect_failed);
             e
         };
         let mut path = KBox::new(

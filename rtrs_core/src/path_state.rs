@@ -259,6 +259,15 @@ impl RtrsCltPathLink {
     }
 }
 
+/// A connect attempt failed (`init_conns`, `rtrs_send_path_info`, any
+/// stage): CONNECTING_ERR, the one state a failed attempt may leave, since
+/// [`reconnect_failed`] cannot take a path out of CONNECTING. Refused if
+/// the path is no longer CONNECTING (closed meanwhile). Returns whether it
+/// moved.
+pub fn connect_failed(state: &mut RtrsCltState) -> bool {
+    change_state(state, RtrsCltState::ConnectingErr)
+}
+
 /// `reconnect_again` in `rtrs_clt_reconnect_work`, after `init_path`
 /// failed: back to RECONNECTING (refused if the path is CLOSING now).
 /// Returns whether the caller counts a failed reconnect and queues
@@ -945,6 +954,29 @@ mod tests {
         }
         let mut st = ConnectingErr;
         assert!(reconnect_failed(&mut st));
+    }
+
+    #[test]
+    fn failed_connect_goes_through_connecting_err() {
+        // Left CONNECTING, a failed attempt could not be retried: the
+        // reconnect work cannot requeue it and a sysfs reconnect is -EBUSY.
+        let mut st = Connecting;
+        assert!(!reconnect_failed(&mut st));
+        assert_eq!(sysfs_reconnect(&mut st), SysfsReconnect::Busy);
+        // Through CONNECTING_ERR both work.
+        let mut st = Connecting;
+        assert!(connect_failed(&mut st));
+        assert_eq!(st, ConnectingErr);
+        assert!(reconnect_failed(&mut st));
+        assert_eq!(st, Reconnecting);
+        let mut st = ConnectingErr;
+        assert_eq!(sysfs_reconnect(&mut st), SysfsReconnect::Started);
+        // Only from CONNECTING: a close meanwhile wins.
+        for s in RtrsCltState::ALL {
+            let mut st = s;
+            assert_eq!(connect_failed(&mut st), s == Connecting, "{s:?}");
+            assert_eq!(st, if s == Connecting { ConnectingErr } else { s });
+        }
     }
 
     #[test]
