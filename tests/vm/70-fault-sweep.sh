@@ -153,12 +153,18 @@ unmap_wait() {
 	fi
 	return $rc
 }
-# reconnect_path <dir>: sysfs reconnect until connected (90 s).
+# reconnect_path <dir>: sysfs reconnect until connected (90 s); RP_ERR is
+# the last write's error ("Device or resource busy" on every try: a path
+# stuck where no reconnect can take it).
 reconnect_path() {
 	local end=$(( SECONDS + 90 ))
+	RP_ERR=none
 	until pconn "$1"; do
 		[ $SECONDS -ge $end ] && return 1
-		timeout 60 sh -c "echo 1 > '$1/reconnect'" 2>/dev/null || _sleep 1
+		if ! timeout 60 sh -c "echo 1 > '$1/reconnect'" 2> /tmp/fs-rp.err; then
+			_read_line /tmp/fs-rp.err; RP_ERR=${_LINE##*: }; RP_ERR=${RP_ERR:-no answer in 60 s}
+			_sleep 1
+		fi
 	done
 }
 # ensure <paths...>: the session mapped with exactly these path dirs, all
@@ -298,7 +304,7 @@ op_reconnect_check() {
 			echo "reconnect failed ($OUT) but path 2 reads connected"
 	fi
 	io_ok
-	reconnect_path "$P2DIR" || echo "path 2 does not come back ($ST)"
+	reconnect_path "$P2DIR" || echo "path 2 does not come back ($ST; reconnect: $RP_ERR)"
 }
 
 op_disconnect_pre() { op_remove_pre; }
@@ -309,7 +315,7 @@ op_disconnect_check() {
 		pconn "$P2DIR" && echo "disconnect succeeded but path 2 reads connected"
 	fi
 	io_ok
-	reconnect_path "$P2DIR" || echo "path 2 does not come back ($ST)"
+	reconnect_path "$P2DIR" || echo "path 2 does not come back ($ST; reconnect: $RP_ERR)"
 }
 
 op_unmap_pre() { client_load && ensure "$P1DIR" "$P2DIR"; }
@@ -344,7 +350,7 @@ pdown_p2() { [ -e "$P2DIR" ] && ! pconn "$P2DIR"; }
 op_linkloss_check() {
 	pconn "$P1DIR" || echo "path 1 is $ST after path 2's link loss"
 	io_ok
-	reconnect_path "$P2DIR" || echo "path 2 does not come back after its link loss ($ST)"
+	reconnect_path "$P2DIR" || echo "path 2 does not come back after its link loss ($ST; reconnect: $RP_ERR)"
 }
 
 # --- the sweep ----------------------------------------------------------------
