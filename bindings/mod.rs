@@ -8,7 +8,8 @@
 //! for every argument (bindgen skips them). Only the thin wrappers in
 //! `rtrs_clt/` use these items directly.
 
-#![allow(
+/// bindgen's output, as it comes: only here are its lints off.
+#[allow(
     dead_code,
     missing_docs,
     non_camel_case_types,
@@ -20,11 +21,17 @@
     clippy::all,
     clippy::undocumented_unsafe_blocks
 )]
+mod generated {
+    // The kernel maps these to `usize`/`isize` by hand; bindgen is told to
+    // skip them.
+    type __kernel_size_t = usize;
+    type __kernel_ssize_t = isize;
+    type __kernel_ptrdiff_t = isize;
 
-// The kernel maps these to `usize`/`isize` by hand; bindgen is told to skip them.
-type __kernel_size_t = usize;
-type __kernel_ssize_t = isize;
-type __kernel_ptrdiff_t = isize;
+    include!("rdma_generated.rs");
+}
 
-include!("rdma_generated.rs");
+pub(crate) use generated::*;
+
+// Checked like the rest of the module.
 include!("safe.rs");

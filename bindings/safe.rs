@@ -22,58 +22,58 @@
 
 unsafe extern "C" {
     /// `nr_cpu_ids`: reads a variable that is fixed after boot.
-    pub safe fn rtrs_rs_nr_cpu_ids() -> kernel::ffi::c_uint;
+    pub(crate) safe fn rtrs_rs_nr_cpu_ids() -> kernel::ffi::c_uint;
 
     /// `raw_smp_processor_id()`: reads the running CPU's id.
-    pub safe fn rtrs_rs_raw_smp_processor_id() -> kernel::ffi::c_uint;
+    pub(crate) safe fn rtrs_rs_raw_smp_processor_id() -> kernel::ffi::c_uint;
 
     /// `cpu < nr_cpu_ids && cpu_possible(cpu)`: the bound is checked before
     /// the mask is read, so any `cpu` is fine.
-    pub safe fn rtrs_rs_cpu_possible(cpu: kernel::ffi::c_uint) -> bool;
+    pub(crate) safe fn rtrs_rs_cpu_possible(cpu: kernel::ffi::c_uint) -> bool;
 
     /// `cpumask_next(prev, cpu_possible_mask)`; the helper answers
     /// `nr_cpu_ids` itself for a `prev` outside `-1..nr_cpu_ids - 1`, so
     /// any value is fine.
-    pub safe fn rtrs_rs_next_possible_cpu(prev: kernel::ffi::c_int) -> kernel::ffi::c_uint;
+    pub(crate) safe fn rtrs_rs_next_possible_cpu(prev: kernel::ffi::c_int) -> kernel::ffi::c_uint;
 
     /// The module parameter `hb_interval_ms`: reads a variable (0444).
-    pub safe fn rtrs_rs_param_hb_interval_ms() -> kernel::ffi::c_uint;
+    pub(crate) safe fn rtrs_rs_param_hb_interval_ms() -> kernel::ffi::c_uint;
 
     /// The module parameter `hb_missed_max`: reads a variable (0444).
-    pub safe fn rtrs_rs_param_hb_missed_max() -> kernel::ffi::c_uint;
+    pub(crate) safe fn rtrs_rs_param_hb_missed_max() -> kernel::ffi::c_uint;
 
     /// `msleep(ms)`: no argument is invalid.
-    pub safe fn rtrs_rs_msleep(ms: kernel::ffi::c_uint);
+    pub(crate) safe fn rtrs_rs_msleep(ms: kernel::ffi::c_uint);
 
     /// `get_random_u32_below(ceil)`: the out-of-line version the helper
     /// calls is defined for every `ceil` (0 gives 0).
-    pub safe fn rtrs_rs_get_random_u32_below(ceil: u32) -> u32;
+    pub(crate) safe fn rtrs_rs_get_random_u32_below(ceil: u32) -> u32;
 
     /// `rcu_read_lock()`: no requirement (the unlock has one: it must pair
     /// with a lock on the same task, so it stays `unsafe`).
-    pub safe fn rtrs_rs_rcu_read_lock();
+    pub(crate) safe fn rtrs_rs_rcu_read_lock();
 
     /// `synchronize_rcu()`: waits for a grace period.
-    pub safe fn rtrs_rs_synchronize_rcu();
+    pub(crate) safe fn rtrs_rs_synchronize_rcu();
 
     /// `__alloc_percpu(size, align)`: refuses (NULL) a size or alignment it
     /// cannot serve; the caller owns what it returns.
-    pub safe fn rtrs_rs_alloc_percpu(size: usize, align: usize) -> *mut kernel::ffi::c_void;
+    pub(crate) safe fn rtrs_rs_alloc_percpu(size: usize, align: usize) -> *mut kernel::ffi::c_void;
 
     /// kmalloc and `init_waitqueue_head` of a wait queue head, or NULL; the
     /// caller owns what it returns.
-    pub safe fn rtrs_rs_waitq_alloc() -> *mut wait_queue_head;
+    pub(crate) safe fn rtrs_rs_waitq_alloc() -> *mut wait_queue_head;
 
     /// `dev_get_by_name(&init_net, name)`'s ifindex, 0 if none: the helper
     /// reads exactly the 16 bytes (IFNAMSIZ) and terminates its own copy.
-    pub safe fn rtrs_rs_dev_ifindex(name: &[u8; 16]) -> kernel::ffi::c_int;
+    pub(crate) safe fn rtrs_rs_dev_ifindex(name: &[u8; 16]) -> kernel::ffi::c_int;
 
     /// `uuid_gen(u)`: writes the 16 bytes of `*u`.
-    pub safe fn uuid_gen(u: &mut uuid_t);
+    pub(crate) safe fn uuid_gen(u: &mut uuid_t);
 
     /// Whether trace event `ev` is enabled (bindings/rtrs_trace.c): a
     /// switch over static-key tests. `ev` reaches C as the `unsigned int`
     /// bindgen maps the enum to; a value no case names falls through to
     /// `return false` (a C enum may hold any value of its integer type).
-    pub safe fn rtrs_rs_trace_enabled(ev: rtrs_rs_trace_ev) -> bool;
+    pub(crate) safe fn rtrs_rs_trace_enabled(ev: rtrs_rs_trace_ev) -> bool;
 }
