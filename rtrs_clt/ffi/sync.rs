@@ -243,10 +243,17 @@ pub(crate) struct RcuArray<T, W> {
 /// What keeps the entries an [`RcuArray`] lists from being freed for `'a`.
 enum Keep<'a, T, W> {
     /// An RCU read section: an entry taken out is given up only after a
-    /// grace period. (Borrowed, not read: the borrow is what counts.)
-    Rcu(#[allow(dead_code)] &'a RcuGuard),
+    /// grace period. Made by [`Keep::rcu`] from a guard held for `'a`.
+    Rcu(PhantomData<&'a RcuGuard>),
     /// The array's writers' lock: entries leave only under it.
     Writer(&'a RcuArrayGuard<'a, T, W>),
+}
+
+impl<'a, T, W> Keep<'a, T, W> {
+    /// Kept by `g`, an RCU read section held for `'a`.
+    fn rcu(_g: &'a RcuGuard) -> Self {
+        Keep::Rcu(PhantomData)
+    }
 }
 
 /// Made only where no reader can reach an [`RcuArray`]'s slots any more:
@@ -276,7 +283,7 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
 
     /// The entry at `i`, for as long as `g` is held.
     pub(crate) fn get<'a>(&'a self, i: usize, g: &'a RcuGuard) -> Option<ArcBorrow<'a, T>> {
-        self.entry(i, Keep::Rcu(g))
+        self.entry(i, Keep::rcu(g))
     }
 
     /// The entries in order with their index, for as long as `g` is held.
