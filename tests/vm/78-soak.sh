@@ -6,12 +6,18 @@
 # KASAN's quarantine drained (each cache shrunk) and page caches dropped, so
 # that what is counted is what is alive. After the first two cycles (warm
 # caches, KASAN's stack depot) neither may grow past a bound: 2 MiB of slab
-# and 512 KiB of vmalloc above the largest warm-up sample. The harness's
-# kmemleak scan at the end must be clean.
+# and 512 KiB of vmalloc above the largest warm-up sample, and the slab's
+# slope over the second half of the cycles (least squares) may not pass
+# 256 KiB per cycle. The caches that grew most after the warm-up are
+# printed. The harness's kmemleak scan at the end must be clean.
+#
+# SOAK_CLIENT=c soaks the C client (rtrs-client) the same way, to compare
+# its figures (rnbd's default policy, min-inflight, which does not trip
+# C's round-robin splat).
 . "$(dirname "$0")/../lib.sh"
 MP_N=2
 . "$(dirname "$0")/../lib-mp.sh"
-PLAN=7
+PLAN=8
 skip_all_unless_api $PLAN
 if [ "$RTRS_TIER" = quick ]; then
 	skip_all $PLAN "the full tier only"
@@ -23,11 +29,22 @@ SOAK_SECS=${SOAK_SECS:-1800}
 SESS=soak
 SLAB_BOUND_KB=2048
 VMALLOC_BOUND_KB=512
+SLAB_SLOPE_KB=256
+SOAK_CLIENT=${SOAK_CLIENT:-rs}
+case $SOAK_CLIENT in
+rs) CL_MOD=rtrs_client_rs ;;
+c) CL_MOD=rtrs_client ;;
+*) echo "SOAK_CLIENT is rs or c" >&2; exit 2 ;;
+esac
 
 mp_setup || { tap_not_ok "two-path topology"; exit 1; }
 tap_ok "two-path topology up: $MP_PATHS"
 tap_check "server side loads" start_server 65536
-tap_check "client stack loads" load_rnbd_rs hb_interval_ms=1000 hb_missed_max=3
+if [ "$SOAK_CLIENT" = rs ]; then
+	tap_check "client stack loads" load_rnbd_rs hb_interval_ms=1000 hb_missed_max=3
+else
+	tap_check "client stack loads (C's rtrs-client)" modprobe rnbd_client
+fi
 
 # meminfo_kb <field>: MEMKB = the field's value in kB (builtins only).
 meminfo_kb() {
@@ -46,6 +63,18 @@ sample() {
 	_sleep 1
 	meminfo_kb Slab; SLAB_KB=$MEMKB
 	meminfo_kb VmallocUsed; VMALLOC_KB=$MEMKB
+}
+
+# slab_kb <file>: each cache's live objects in kB ("name kB" lines), from
+# /proc/slabinfo.
+slab_kb() {
+	awk 'NR > 2 { printf "%s %d\n", $1, $2 * $4 / 1024 }' /proc/slabinfo > "$1"
+}
+# slab_growers <before> <after>: the caches that grew most between the two
+# snapshots, "name +kB" each.
+slab_growers() {
+	awk 'NR == FNR { b[$1] = $2; next } { d = $2 - b[$1]; if (d > 0) printf "%d %s\n", d, $1 }' "$1" "$2" |
+		sort -rn | head -n 8 | awk '{ printf "%s%s +%d kB", (NR > 1 ? ", " : ""), $2, $1 }'
 }
 
 cycle_ok=0 cycles=0 fio_bad=0 churn_bad=0
@@ -73,6 +102,8 @@ while [ $SECONDS -lt $end ]; do
 	sample
 	slab+=("$SLAB_KB"); vmalloc+=("$VMALLOC_KB")
 	ts "cycle $cycles: slab $SLAB_KB kB, vmalloc $VMALLOC_KB kB"
+	# The warm-up's end, and each cycle after it (the last one is kept).
+	if [ $cycles -eq 2 ]; then slab_kb /tmp/soak-slab-warm; elif [ $cycles -gt 2 ]; then slab_kb /tmp/soak-slab-last; fi
 	cycle_ok=$cycles
 done
 tap_check "$cycle_ok of $cycles cycles of map, churn under verified fio, unmap in $SOAK_SECS s" \
@@ -93,10 +124,30 @@ flat() {
 }
 out=$(flat slab $SLAB_BOUND_KB); rc=$?
 if [ $rc -eq 0 ]; then tap_ok "slab flat after 2 cycles: $out"; else tap_not_ok "slab flat after 2 cycles"; diag "$out"; fi
+# slope <samples> <bound>: the least-squares slope of the second half of
+# the samples, in kB per cycle, at most the bound.
+slope() {
+	local -n s=$1
+	local n=${#s[@]} h i
+	h=$(( n / 2 ))
+	[ $(( n - h )) -ge 3 ] || { echo "too few samples"; return 1; }
+	printf '%s\n' "${s[@]:$h}" | awk -v b="$2" -v first=$(( h + 1 )) -v last="$n" '
+		{ x = NR; sx += x; sy += $1; sxx += x * x; sxy += x * $1; n++ }
+		END {
+			k = (n * sxy - sx * sy) / (n * sxx - sx * sx)
+			printf "%+.0f kB per cycle over cycles %d..%d (bound %d)", k, first, last, b
+			exit !(k <= b)
+		}'
+}
+out=$(slope slab $SLAB_SLOPE_KB); rc=$?
+if [ $rc -eq 0 ]; then tap_ok "slab slope: $out"; else tap_not_ok "slab slope"; diag "$out"; fi
+if [ -s /tmp/soak-slab-warm ] && [ -s /tmp/soak-slab-last ]; then
+	diag "caches grown since cycle 2: $(slab_growers /tmp/soak-slab-warm /tmp/soak-slab-last)"
+fi
 out=$(flat vmalloc $VMALLOC_BOUND_KB); rc=$?
 if [ $rc -eq 0 ]; then tap_ok "vmalloc flat after 2 cycles: $out"; else tap_not_ok "vmalloc flat after 2 cycles"; diag "$out"; fi
 
-unload_modules rnbd_client rtrs_client_rs
+unload_modules rnbd_client "$CL_MOD"
 stop_server
 mp_teardown
 tap_check "nothing left loaded" test -z "$(rtrs_modules_loaded)"
