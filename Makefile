@@ -23,7 +23,8 @@
 #   make demo                  the main job: boot the VM, map rnbd, show this module
 #   make host-test             cargo test of rtrs_core
 #   make test-tools            the VM tests' helpers: the hostile RTRS server (user space)
-#                              and the API consumer module (tests/hostile, tests/consumer)
+#                              and the API consumer modules (tests/hostile, tests/consumer,
+#                              tests/consumer-rs: the Rust API's example; after `make`)
 #   make bench                 C client vs this module on the perf kernel, one VM boot:
 #                              the matrix, CPU per IO, paths, failover stall, memory
 #                              (BENCH=quick: a short run)
@@ -143,6 +144,7 @@ host-test:
 test-tools:
 	$(MAKE) -C tests/hostile
 	$(MAKE) -C tests/consumer KDIR=$(KDIR)
+	$(MAKE) -C tests/consumer-rs KDIR=$(KDIR)
 
 bench:
 	scripts/bench.sh
