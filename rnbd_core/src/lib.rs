@@ -9,5 +9,6 @@
 
 #![cfg_attr(not(test), no_std)]
 
+pub mod dev;
 pub mod map_opts;
 pub mod proto;

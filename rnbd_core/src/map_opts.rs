@@ -331,7 +331,7 @@ pub fn parse_map_options<'a, A>(
 
 /// `strstrip`: without the white space at both ends (the kernel's
 /// `isspace`, which takes Latin-1's no-break space too).
-fn strip(s: &[u8]) -> &[u8] {
+pub(crate) fn strip(s: &[u8]) -> &[u8] {
     let sp = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0xa0);
     let start = s.iter().position(|c| !sp(c)).unwrap_or(s.len());
     let end = s.iter().rposition(|c| !sp(c)).map_or(start, |e| e + 1);
