@@ -433,13 +433,13 @@ impl<T: SessionOps> Session<T> {
     /// and the data of `req`, which the client owns until
     /// [`Completion::complete`] gives it back with the permit. On error
     /// nothing was sent, and both come back in the [`RequestError`].
-    pub fn request<'s, C: Completion>(
+    pub fn request<'s, O: RequestOwner>(
         &'s self,
         dir: Dir,
         permit: Permit<'s>,
         msg: &[&[u8]],
-        mut req: KBox<Request<C>>,
-    ) -> core::result::Result<(), RequestError<'s, C>> {
+        mut req: O,
+    ) -> core::result::Result<(), RequestError<'s, O>> {
         let mut vec = [bindings::kvec {
             iov_base: core::ptr::null_mut(),
             iov_len: 0,
@@ -457,35 +457,37 @@ impl<T: SessionOps> Session<T> {
                 iov_len: m.len(),
             };
         }
-        let r = &mut *req;
+        let r = req.request_mut();
         let (sg, sg_cnt, len) = match r.c.data() {
-            Some(d) => {
+            Data::None => (core::ptr::null_mut(), 0, 0),
+            Data::Buf(d) => {
                 let (p, len) = (d.0.as_mut_ptr(), d.0.len());
                 // SAFETY: One entry, the request's, which no request in
-                // flight uses (the box is ours); `p` is kmalloc memory of
-                // `len` (1..=u32::MAX) bytes, owned by `req.c` and borrowed
-                // mutably, so no other request has it.
+                // flight uses (`req` is ours); `p` is kmalloc memory of
+                // `len` (1..=u32::MAX) bytes, borrowed mutably from the
+                // request's completion, so no other request has it.
                 unsafe { bindings::sg_init_one(r.sg.get(), p.cast(), len as u32) };
                 (r.sg.get(), 1, len)
             }
-            None => (core::ptr::null_mut(), 0, 0),
+            Data::Sg(l) => (l.sg.as_ptr(), l.cnt, l.len),
         };
         let permit = permit.into_raw();
-        req.permit = Some(RawPermit {
+        r.permit = Some(RawPermit {
             sess: permit.sess,
             permit: permit.permit,
         });
         // The client owns `req` from here until its confirmation.
-        let raw = KBox::into_raw(req);
+        let raw = req.into_raw();
         let mut ops = ffi::RtrsCltReqOps {
-            priv_: raw.cast(),
-            conf_fn: Some(conf_tramp::<C>),
+            priv_: raw.as_ptr().cast(),
+            conf_fn: Some(conf_tramp::<O>),
         };
         // SAFETY: The session is open and the permit is its own, handed
         // to the request. `ops` and `msg` are read (copied) during the
-        // call; the scatterlist entry and the data are `*raw`'s, which
-        // nothing moves or touches until `conf_tramp`: from here the
-        // request may already be confirmed on another CPU.
+        // call. The scatterlist and the data are the request's
+        // (`RequestOwner` and `SgList` say until when), and `*raw` is not
+        // touched again here: from here the request may already be
+        // confirmed on another CPU.
         let r = unsafe {
             ffi::rtrs_clt_request(
                 dir as c_int,
@@ -503,9 +505,9 @@ impl<T: SessionOps> Session<T> {
             return Ok(());
         }
         // SAFETY: Not sent, so `conf_fn` is never called: `raw` is ours
-        // again, from `KBox::into_raw` above.
-        let mut req = unsafe { KBox::from_raw(raw) };
-        req.permit = None;
+        // again, from `into_raw` above.
+        let mut req = unsafe { O::from_raw(raw) };
+        req.request_mut().permit = None;
         Err(RequestError {
             error: Error::from_errno(r),
             permit: Permit {
@@ -651,8 +653,13 @@ struct SyncReq {
 }
 
 impl Completion for SyncReq {
-    fn data(&mut self) -> Option<&mut DataBuf> {
-        self.buf.as_mut()
+    type Owner = KBox<Request<Self>>;
+
+    fn data(&mut self) -> Data<'_> {
+        match self.buf.as_mut() {
+            Some(b) => Data::Buf(b),
+            None => Data::None,
+        }
     }
 
     fn complete(mut req: KBox<Request<Self>>, permit: Permit<'_>, result: Result) {
@@ -671,14 +678,14 @@ impl Completion for SyncReq {
 }
 
 /// A request that was not sent: why, and what it owned.
-pub struct RequestError<'s, C> {
+pub struct RequestError<'s, O> {
     /// The errno: EAGAIN or ENOMEM when a retry may work, ECONNABORTED
     /// when no path is connected, EMSGSIZE when it is too big.
     pub error: Error,
     /// The permit it was given.
     pub permit: Permit<'s>,
     /// The request.
-    pub req: KBox<Request<C>>,
+    pub req: O,
 }
 
 /// A request: its state while in flight (the permit, the data's
@@ -697,16 +704,18 @@ pub struct Request<C> {
 unsafe impl<C: Send> Send for Request<C> {}
 
 impl<C: Completion> Request<C> {
-    /// A request ending in `c`.
+    /// A request ending in `c`, in a box.
     pub fn new(c: C) -> Result<KBox<Self>> {
-        Ok(KBox::new(
-            Request {
-                permit: None,
-                sg: Opaque::uninit(),
-                c,
-            },
-            GFP_KERNEL,
-        )?)
+        Ok(KBox::new(Self::with(c), GFP_KERNEL)?)
+    }
+
+    /// A request ending in `c`, to place where its own owner keeps it.
+    pub fn with(c: C) -> Self {
+        Request {
+            permit: None,
+            sg: Opaque::uninit(),
+            c,
+        }
     }
 }
 
@@ -716,11 +725,14 @@ impl<C: Completion> Request<C> {
 ///
 /// `priv_` is the `priv` that [`Session::request`] gave the client, and
 /// this is the request's one confirmation.
-unsafe extern "C" fn conf_tramp<C: Completion>(priv_: *mut c_void, errno: c_int) {
-    // SAFETY: `priv_` is the `KBox::into_raw` of `request`, and the client
+unsafe extern "C" fn conf_tramp<O: RequestOwner>(priv_: *mut c_void, errno: c_int) {
+    let Some(p) = NonNull::new(priv_.cast::<Request<O::C>>()) else {
+        return;
+    };
+    // SAFETY: `priv_` is the `into_raw` of `request`, and the client
     // confirms a request once.
-    let mut req = unsafe { KBox::from_raw(priv_.cast::<Request<C>>()) };
-    let Some(p) = req.permit.take() else {
+    let mut req = unsafe { O::from_raw(p) };
+    let Some(p) = req.request_mut().permit.take() else {
         // `request` sets it before sending.
         return;
     };
@@ -731,7 +743,7 @@ unsafe extern "C" fn conf_tramp<C: Completion>(priv_: *mut c_void, errno: c_int)
     };
     // The confirmation runs before the session's close ends, so the
     // session is open for as long as this call.
-    C::complete(
+    O::C::complete(
         req,
         Permit {
             sess: p.sess,
@@ -740,6 +752,89 @@ unsafe extern "C" fn conf_tramp<C: Completion>(priv_: *mut c_void, errno: c_int)
         },
         r,
     );
+}
+
+/// Who owns a request while it is in flight, and keeps it where it is: a
+/// box, or a block request's driver data (a consumer's FFI layer).
+///
+/// # Safety
+///
+/// `into_raw` gives a pointer to the owner's `Request`, which stays valid
+/// and unmoved, and which nothing else reads or writes, until `from_raw`
+/// takes it back; `from_raw(into_raw(x))` is `x`.
+pub unsafe trait RequestOwner: Sized + Send + 'static {
+    /// The completion of the request it owns.
+    type C: Completion<Owner = Self>;
+
+    /// The request, before it is sent.
+    fn request_mut(&mut self) -> &mut Request<Self::C>;
+
+    /// Gives the request up to the client.
+    fn into_raw(self) -> NonNull<Request<Self::C>>;
+
+    /// Takes the request back.
+    ///
+    /// # Safety
+    ///
+    /// `p` came from `into_raw`, once.
+    unsafe fn from_raw(p: NonNull<Request<Self::C>>) -> Self;
+}
+
+// SAFETY: A box's contents do not move while it is raw, and `into_raw`
+// and `from_raw` are the box's own.
+unsafe impl<C: Completion<Owner = Self>> RequestOwner for KBox<Request<C>> {
+    type C = C;
+
+    fn request_mut(&mut self) -> &mut Request<C> {
+        self
+    }
+
+    fn into_raw(self) -> NonNull<Request<C>> {
+        // SAFETY: `KBox::into_raw` is never null.
+        unsafe { NonNull::new_unchecked(KBox::into_raw(self)) }
+    }
+
+    unsafe fn from_raw(p: NonNull<Request<C>>) -> Self {
+        // SAFETY: By the function's contract.
+        unsafe { KBox::from_raw(p.as_ptr()) }
+    }
+}
+
+/// A request's data.
+pub enum Data<'a> {
+    /// None (a header only).
+    None,
+    /// One buffer of the completion's.
+    Buf(&'a mut DataBuf),
+    /// Scatterlist entries over memory the request owns.
+    Sg(SgList<'a>),
+}
+
+/// Scatterlist entries (chained, as `sg_alloc_table_chained` makes them)
+/// over memory a request owns, such as a block request's pages.
+pub struct SgList<'a> {
+    sg: NonNull<bindings::scatterlist>,
+    cnt: u32,
+    len: usize,
+    _p: PhantomData<&'a mut bindings::scatterlist>,
+}
+
+impl SgList<'_> {
+    /// Entries at `sg`: `cnt` of them (1 or more), `len` bytes in all.
+    ///
+    /// # Safety
+    ///
+    /// The entries and the memory they describe stay valid, DMA-able and
+    /// used by no other request until the request carrying them
+    /// completes: they are owned by its [`RequestOwner`].
+    pub unsafe fn from_raw(sg: NonNull<bindings::scatterlist>, cnt: u32, len: usize) -> Self {
+        SgList {
+            sg,
+            cnt,
+            len,
+            _p: PhantomData,
+        }
+    }
 }
 
 /// A request's data: bytes in kmalloc memory (physically contiguous, as
@@ -768,16 +863,19 @@ impl DataBuf {
 
 /// What a request completes to, with the memory of its data.
 pub trait Completion: Send + Sized + 'static {
-    /// The request's data, if any: the request has it alone until it
-    /// completes.
-    fn data(&mut self) -> Option<&mut DataBuf>;
+    /// Who owns the request in flight (`KBox<Request<Self>>`, or a
+    /// consumer's own).
+    type Owner: RequestOwner<C = Self>;
+
+    /// The request's data: the request has it alone until it completes.
+    fn data(&mut self) -> Data<'_>;
 
     /// The request's end, once, in softirq or in the polling task (no
     /// sleeping): `result` is the server's answer (a negative errno from
     /// it), or the client's (ECONNABORTED when the session closed, or the
     /// failover's error). Dropping `permit` frees it; `req` may be sent
     /// again.
-    fn complete(req: KBox<Request<Self>>, permit: Permit<'_>, result: Result);
+    fn complete(req: Self::Owner, permit: Permit<'_>, result: Result);
 }
 
 /// A permit: a request slot of the session, freed on drop.

@@ -31,8 +31,8 @@ mod rnbd_core {
 
 use rnbd_core::proto::{AccessMode, MsgClose, MsgOpen, MsgOpenRsp, MsgSessInfo};
 use rtrs_api::{
-    Completion, ConType, DataBuf, Dir, Done, LinkEvent, OpenParams, PathAddr, Permit, Request,
-    Session, SessionOps, RTRS_PORT,
+    Completion, ConType, Data, DataBuf, Dir, Done, LinkEvent, OpenParams, PathAddr, Permit,
+    Request, Session, SessionOps, RTRS_PORT,
 };
 
 module! {
@@ -82,8 +82,10 @@ struct BurstReq {
 }
 
 impl Completion for BurstReq {
-    fn data(&mut self) -> Option<&mut DataBuf> {
-        Some(&mut self.rsp)
+    type Owner = KBox<Request<Self>>;
+
+    fn data(&mut self) -> Data<'_> {
+        Data::Buf(&mut self.rsp)
     }
 
     fn complete(req: KBox<Request<Self>>, permit: Permit<'_>, result: Result) {
