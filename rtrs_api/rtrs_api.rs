@@ -17,7 +17,8 @@
 //!
 //! What C leaves to convention, the types say here:
 //! - [`Session`] closes on drop; its callbacks are a trait ([`SessionOps`]),
-//!   not a `void *priv`, and they hold an `Arc` the session keeps alive.
+//!   not a `void *priv`, owned by the session, and a link event gets the
+//!   session ([`SessionRef`]) to act on.
 //! - A [`Permit`] borrows its session, so the session cannot close under
 //!   it, and returns itself on drop. [`Permit::into_raw`] makes a
 //!   [`RawPermit`] to keep across callbacks; only the session it came from
@@ -32,14 +33,14 @@
 //! ```ignore
 //! struct Events;
 //! impl SessionOps for Events {
-//!     fn link_event(&self, ev: LinkEvent) {
+//!     fn link_event(&self, _sess: &SessionRef, ev: LinkEvent) {
 //!         pr_info!("{:?}\n", ev);
 //!     }
 //! }
 //!
 //! let path = PathAddr::parse(c_str!("ip:10.0.0.2"), RTRS_PORT)?;
 //! let paths = [&*path];
-//! let sess = Session::open(&OpenParams::new(c_str!("s1"), &paths), Arc::new(Events, GFP_KERNEL)?)?;
+//! let sess = Session::open(&OpenParams::new(c_str!("s1"), &paths), Events)?;
 //! let mut rsp = [0u8; 36];
 //! sess.request_wait(Dir::Read, &[&sess_info_msg], &mut rsp, 30_000)?;
 //! // Or without waiting: a `Completion` of one's own, whose `complete`
@@ -175,10 +176,10 @@ pub enum LinkEvent {
 /// The session's callbacks.
 pub trait SessionOps: Send + Sync + 'static {
     /// A link event. Runs in process context under the session's event
-    /// lock: it may sleep, query the session, take a permit without
-    /// waiting and send requests, but not wait for a permit, open or close
-    /// a session, or add or remove a path.
-    fn link_event(&self, ev: LinkEvent);
+    /// lock: it may sleep, query `sess`, take a permit and send requests
+    /// without waiting for their end (as rnbd remaps its devices), but not
+    /// open or close a session, or add or remove a path.
+    fn link_event(&self, sess: &SessionRef, ev: LinkEvent);
 }
 
 /// A path's addresses: the server's, and optionally the local one.
@@ -280,18 +281,41 @@ pub enum Dir {
 }
 
 /// An open session. Dropping it closes the session (which may sleep): its
-/// requests in flight complete with an error first.
+/// requests in flight complete with an error first. Its requests and
+/// permits are [`SessionRef`]'s, which it dereferences to.
 pub struct Session<T: SessionOps> {
+    sref: SessionRef,
+    shared: Arc<Shared<T>>,
+}
+
+/// What the client's `priv` points to: the callbacks, and the session
+/// they are about (set once `rtrs_clt_open` returned it).
+struct Shared<T> {
+    raw: AtomicPtr<ffi::RtrsCltSess>,
+    ops: T,
+}
+
+/// An open session seen from its users and its callbacks: queries,
+/// permits and requests. Only a [`Session`] and a link event's call lend
+/// one, so it does not outlive the session.
+pub struct SessionRef {
     raw: NonNull<ffi::RtrsCltSess>,
-    ops: Arc<T>,
     nr_poll_queues: u32,
 }
 
 // SAFETY: The client's exports may be called from any thread on the same
-// session, concurrently; `T` is `Send + Sync`.
-unsafe impl<T: SessionOps> Send for Session<T> {}
-// SAFETY: As above: `&Session` only calls the thread-safe exports.
-unsafe impl<T: SessionOps> Sync for Session<T> {}
+// session, concurrently.
+unsafe impl Send for SessionRef {}
+// SAFETY: As above: `&SessionRef` only calls the thread-safe exports.
+unsafe impl Sync for SessionRef {}
+
+impl<T: SessionOps> core::ops::Deref for Session<T> {
+    type Target = SessionRef;
+
+    fn deref(&self) -> &SessionRef {
+        &self.sref
+    }
+}
 
 /// `link_ev` of the session's ops.
 ///
@@ -299,21 +323,33 @@ unsafe impl<T: SessionOps> Sync for Session<T> {}
 ///
 /// `priv_` is the `priv` that [`Session::open`] gave the client.
 unsafe extern "C" fn link_ev_tramp<T: SessionOps>(priv_: *mut c_void, ev: c_int) {
-    // SAFETY: `priv_` is `Arc::as_ptr` of the session's `ops`, which the
+    // SAFETY: `priv_` points into the session's `Arc<Shared<T>>`, which the
     // session holds until after `rtrs_clt_close`, after which no link
     // event is delivered.
-    let ops = unsafe { &*priv_.cast::<T>() };
-    ops.link_event(if ev == 0 {
-        LinkEvent::Reconnected
-    } else {
-        LinkEvent::Disconnected
-    });
+    let sh = unsafe { &*priv_.cast::<Shared<T>>() };
+    let Some(raw) = NonNull::new(sh.raw.load(Ordering::Acquire)) else {
+        // Not yet opened (the client reports none before).
+        return;
+    };
+    // The call's own view: `link_event` cannot keep it.
+    let sref = SessionRef {
+        raw,
+        nr_poll_queues: 0,
+    };
+    sh.ops.link_event(
+        &sref,
+        if ev == 0 {
+            LinkEvent::Reconnected
+        } else {
+            LinkEvent::Disconnected
+        },
+    );
 }
 
 impl<T: SessionOps> Session<T> {
     /// Opens a session and connects its paths (sleeps; fails if none
     /// connects).
-    pub fn open(p: &OpenParams<'_>, ops: Arc<T>) -> Result<Self> {
+    pub fn open(p: &OpenParams<'_>, ops: T) -> Result<Self> {
         if p.paths.is_empty() {
             return Err(EINVAL);
         }
@@ -332,14 +368,21 @@ impl<T: SessionOps> Session<T> {
                 GFP_KERNEL,
             )?;
         }
+        let shared = Arc::new(
+            Shared {
+                raw: AtomicPtr::new(core::ptr::null_mut()),
+                ops,
+            },
+            GFP_KERNEL,
+        )?;
         let mut c_ops = ffi::RtrsCltOps {
-            priv_: (&*ops as *const T).cast_mut().cast(),
+            priv_: (&*shared as *const Shared<T>).cast_mut().cast(),
             link_ev: Some(link_ev_tramp::<T>),
         };
         // SAFETY: `c_ops` is valid for the call (the client copies it);
         // its `priv_` stays valid while the session is open, since the
-        // returned `Session` holds `ops`. The name is NUL-terminated; the
-        // addresses are valid for the call and only read.
+        // returned `Session` holds `shared`. The name is NUL-terminated;
+        // the addresses are valid for the call and only read.
         let raw = unsafe {
             ffi::rtrs_clt_open(
                 &mut c_ops,
@@ -355,18 +398,23 @@ impl<T: SessionOps> Session<T> {
         };
         let raw = from_err_ptr(raw)?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        shared.raw.store(raw.as_ptr(), Ordering::Release);
         Ok(Session {
-            raw,
-            ops,
-            nr_poll_queues: p.nr_poll_queues,
+            sref: SessionRef {
+                raw,
+                nr_poll_queues: p.nr_poll_queues,
+            },
+            shared,
         })
     }
 
     /// The callbacks' object.
-    pub fn ops(&self) -> &Arc<T> {
-        &self.ops
+    pub fn ops(&self) -> &T {
+        &self.shared.ops
     }
+}
 
+impl SessionRef {
     /// The session's limits (`rtrs_clt_query`); fails with ECOMM while no
     /// path is connected.
     pub fn query(&self) -> Result<Attrs> {
@@ -520,7 +568,7 @@ impl<T: SessionOps> Session<T> {
     }
 }
 
-impl<T: SessionOps> Session<T> {
+impl SessionRef {
     /// Sends a control message on an admin permit and waits for its end
     /// (sleeps): for [`Dir::Read`] the server's answer lands in `data`,
     /// for [`Dir::Write`] `data` is sent. ETIMEDOUT after `timeout_ms`
@@ -563,6 +611,16 @@ impl<T: SessionOps> Session<T> {
             data.copy_from_slice(b.as_slice());
         }
         Ok(())
+    }
+}
+
+impl<T: SessionOps> Drop for Session<T> {
+    fn drop(&mut self) {
+        // SAFETY: Opened by `open` and not used after this: every permit
+        // borrowed the session, so none is left but `RawPermit`s, which
+        // the close waits for (a leaked one would hang it). The callbacks
+        // (`shared`) stay until the close has returned.
+        unsafe { ffi::rtrs_clt_close(self.sref.raw.as_ptr()) };
     }
 }
 

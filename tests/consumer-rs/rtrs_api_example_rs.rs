@@ -32,7 +32,7 @@ mod rnbd_core {
 use rnbd_core::proto::{AccessMode, MsgClose, MsgOpen, MsgOpenRsp, MsgSessInfo};
 use rtrs_api::{
     Completion, ConType, Data, DataBuf, Dir, Done, LinkEvent, OpenParams, PathAddr, Permit,
-    Request, Session, SessionOps, RTRS_PORT,
+    Request, Session, SessionOps, SessionRef, RTRS_PORT,
 };
 
 module! {
@@ -62,7 +62,7 @@ const MSG_TIMEOUT_MS: u32 = 30_000;
 struct Events;
 
 impl SessionOps for Events {
-    fn link_event(&self, ev: LinkEvent) {
+    fn link_event(&self, _sess: &SessionRef, ev: LinkEvent) {
         pr_info!("link event: {:?}\n", ev);
     }
 }
@@ -163,10 +163,7 @@ impl kernel::Module for RtrsApiExample {
             pr_err!("cannot parse path {}: {}\n", path, e.to_errno());
         })?;
         let paths = [&*addr];
-        let sess = Session::open(
-            &OpenParams::new(name, &paths),
-            Arc::new(Events, GFP_KERNEL)?,
-        )?;
+        let sess = Session::open(&OpenParams::new(name, &paths), Events)?;
         let a = sess.query()?;
         pr_info!(
             "{}: queue_depth {}, max_io_size {}, max_segments {}\n",
