@@ -312,25 +312,9 @@ impl SymlinkName<'_> {
         self.sessname.iter().for_each(|&c| out(c));
     }
 
-    /// Its length in bytes.
-    pub fn len(&self) -> usize {
+    /// Its length in bytes (never 0: it has its `@`).
+    pub fn byte_len(&self) -> usize {
         self.pathname.len() + 1 + self.sessname.len()
-    }
-
-    /// Never empty (it has its `@`).
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-}
-
-/// The word an IO failure's log line uses: `read` for requests the server
-/// answers with data or none (reads and flushes: the rtrs READ
-/// direction), `write` for the others.
-pub const fn io_dir_word(rtrs_read: bool) -> &'static str {
-    if rtrs_read {
-        "read"
-    } else {
-        "write"
     }
 }
 

@@ -62,13 +62,18 @@ pub struct Lossy<'a>(pub &'a [u8]);
 
 impl fmt::Display for Lossy<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for chunk in self.0.utf8_chunks() {
-            f.write_str(chunk.valid())?;
-            if !chunk.invalid().is_empty() {
-                f.write_str("\u{fffd}")?;
+        let mut rest = self.0;
+        loop {
+            match core::str::from_utf8(rest) {
+                Ok(s) => return f.write_str(s),
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    f.write_str(core::str::from_utf8(good).unwrap_or_default())?;
+                    f.write_str("\u{fffd}")?;
+                    rest = &bad[e.error_len().unwrap_or(bad.len())..];
+                }
             }
         }
-        Ok(())
     }
 }
 

@@ -13,7 +13,8 @@ use core::fmt;
 /// `RNBD_PROTO_VER_MAJOR`: what SESS_INFO offers; the session keeps the
 /// smaller of it and the server's.
 pub const RNBD_PROTO_VER_MAJOR: u8 = 2;
-/// `RNBD_PROTO_VER_MINOR`.
+/// `RNBD_PROTO_VER_MINOR` (not sent: only the major is).
+#[cfg(test)]
 pub const RNBD_PROTO_VER_MINOR: u8 = 0;
 /// `RTRS_PORT`: the port of a `path=` without `dest_port=`.
 pub const RTRS_PORT: u16 = 1234;
@@ -241,6 +242,7 @@ impl MsgOpen {
     }
 
     /// The device's name.
+    #[cfg(test)]
     pub fn dev_name(&self) -> &[u8] {
         &self.dev_name[..self.len]
     }
@@ -330,7 +332,8 @@ impl MsgOpenRsp {
         })
     }
 
-    /// The bytes a server sends (for tests and the test server).
+    /// The bytes a server sends (for tests).
+    #[cfg(test)]
     pub fn encode(&self) -> [u8; Self::LEN] {
         let mut b = [0u8; Self::LEN];
         hdr(&mut b, MsgType::OpenRsp);
@@ -354,6 +357,7 @@ impl MsgOpenRsp {
 /// `RNBD_OP_BITS`: the low bits of `rw` hold the operation.
 pub const RNBD_OP_BITS: u32 = 8;
 /// `RNBD_OP_MASK`.
+#[cfg(test)]
 pub const RNBD_OP_MASK: u32 = (1 << RNBD_OP_BITS) - 1;
 /// `RNBD_F_SYNC`.
 pub const RNBD_F_SYNC: u32 = 1 << RNBD_OP_BITS;
@@ -474,7 +478,8 @@ impl MsgIo {
         b
     }
 
-    /// Reads a header (for tests and the test server).
+    /// Reads a header (for tests).
+    #[cfg(test)]
     pub fn decode(b: &[u8]) -> Result<Self, RnbdWireError> {
         check(b, Self::LEN, MsgType::Io)?;
         Ok(MsgIo {

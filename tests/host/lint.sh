@@ -2,7 +2,7 @@
 # Lint gates: rustfmt over all Rust (the kernel's settings, rustfmt.toml),
 # clippy with -D warnings over rtrs_core and its host tests, the module built
 # with the kernel's CLIPPY=1 without a single warning (and the Rust API's
-# example consumer, tests/consumer-rs, on it), and shellcheck
+# example consumer, tests/consumer-rs, and rnbd_clt on it), and shellcheck
 # (warnings and errors) over scripts/ and tests/, the module's layering
 # (scripts/check-layers.sh: each file imports only from layers below it), and
 # the count of its `unsafe` blocks and impls (scripts/check-unsafe.sh, whose
@@ -32,7 +32,8 @@ module_clippy() {
 	# Tracked files (plus uncommitted edits), not build products.
 	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$tmp"
 	out=$(make -C "$kdir" M="$tmp" LLVM=1 CLIPPY=1 modules 2>&1 &&
-		make -C "$tmp/tests/consumer-rs" KDIR="$kdir" CLIPPY=1 modules 2>&1); rc=$?
+		make -C "$tmp/tests/consumer-rs" KDIR="$kdir" CLIPPY=1 modules 2>&1 &&
+		make -C "$tmp/rnbd_clt" KDIR="$kdir" CLIPPY=1 modules 2>&1); rc=$?
 	rm -rf "$tmp"
 	if [ $rc -ne 0 ] || grep -qE '(^|[^a-z_])(warning|error)(\[[A-Za-z0-9_:]+\])?:' <<<"$out"; then
 		grep -E -A12 '(warning|error)(\[[A-Za-z0-9_:]+\])?:' <<<"$out" | head -n 80
@@ -42,7 +43,7 @@ module_clippy() {
 }
 . scripts/kernel-env.sh
 if [ -f "$KCACHE_DIR/.done" ]; then
-	tap_check "the module and the Rust API's example built with CLIPPY=1: no warnings" module_clippy "$KDIR_BUILT"
+	tap_check "the module, the Rust API's example and rnbd-client-rs built with CLIPPY=1: no warnings" module_clippy "$KDIR_BUILT"
 else
 	tap_skip "the module built with CLIPPY=1" "no cached kernel (make kernel)"
 fi
