@@ -24,7 +24,8 @@
 #   make host-test             cargo test of rtrs_core
 #   make test-tools            the VM tests' helpers: the hostile RTRS server (user space)
 #                              and the API consumer modules (tests/hostile, tests/consumer,
-#                              tests/consumer-rs: the Rust API's example; after `make`)
+#                              tests/consumer-rs: the Rust API's example; after `make`),
+#                              and rnbd-client-rs (rnbd_clt, work in progress)
 #   make bench                 C client vs this module on the perf kernel, one VM boot:
 #                              the matrix, CPU per IO, paths, failover stall, memory
 #                              (BENCH=quick: a short run)
@@ -145,6 +146,7 @@ test-tools:
 	$(MAKE) -C tests/hostile
 	$(MAKE) -C tests/consumer KDIR=$(KDIR)
 	$(MAKE) -C tests/consumer-rs KDIR=$(KDIR)
+	$(MAKE) -C rnbd_clt KDIR=$(KDIR)
 
 bench:
 	scripts/bench.sh
