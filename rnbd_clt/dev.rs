@@ -582,4 +582,11 @@ impl ffi::QueueOps for Dev {
     fn complete(&self, rq: ffi::Rq<'_, Self>) {
         crate::io::complete(rq)
     }
+
+    fn poll(&self, i: u32) -> i32 {
+        match self.sess.rtrs.poll(i) {
+            Ok(n) => n as i32,
+            Err(_) => -1,
+        }
+    }
 }

@@ -179,6 +179,10 @@ pub(crate) trait QueueOps: Send + Sync + Sized + 'static {
     /// `complete`: the end of a request the driver passed to
     /// [`InFlight::complete`] (softirq or IPI context).
     fn complete(&self, rq: Rq<'_, Self>);
+
+    /// `poll` of poll queue `i` (0-based among the tag set's poll
+    /// queues): the completions found, or -1 to stop polling.
+    fn poll(&self, i: u32) -> i32;
 }
 
 /// What an [`Rq`] borrows: the request's driver part, for the call.
@@ -360,7 +364,7 @@ impl<Q: QueueOps> Vtable<Q> {
         set_rq_budget_token: None,
         get_rq_budget_token: None,
         timeout: None,
-        poll: None,
+        poll: Some(poll_tramp::<Q>),
         complete: Some(complete_tramp::<Q>),
         init_hctx: None,
         exit_hctx: None,
@@ -368,9 +372,63 @@ impl<Q: QueueOps> Vtable<Q> {
         exit_request: Some(exit_request_tramp::<Q>),
         cleanup_rq: None,
         busy: None,
-        map_queues: None,
+        map_queues: Some(map_queues_tramp),
         show_rq: None,
     };
+}
+
+/// How a tag set's hardware queues split: `default` queues (reads and
+/// writes share them), then `poll` ones. The tag set's driver data.
+struct QueueSplit {
+    default: u32,
+    poll: u32,
+}
+
+/// # Safety
+///
+/// The block layer's `map_queues` of a [`TagSet`] (its driver data a
+/// `QueueSplit`, its maps `nr_maps`).
+unsafe extern "C" fn map_queues_tramp(set: *mut bindings::blk_mq_tag_set) {
+    // SAFETY: By the function's contract: the set and its split are ours
+    // for the call.
+    unsafe {
+        let split = &*(*set).driver_data.cast::<QueueSplit>();
+        let maps = &mut (*set).map;
+        let n = (*set).nr_maps as usize;
+        let mut offset = 0;
+        for (t, m) in maps.iter_mut().enumerate().take(n) {
+            let nr = if t == bindings::hctx_type_HCTX_TYPE_POLL as usize {
+                split.poll
+            } else {
+                split.default
+            };
+            m.nr_queues = nr;
+            m.queue_offset = offset;
+            if t == bindings::hctx_type_HCTX_TYPE_READ as usize {
+                // Reads share the default queues.
+                offset = split.default;
+            }
+            if nr > 0 {
+                bindings::blk_mq_map_queues(m);
+            }
+        }
+    }
+}
+
+/// # Safety
+///
+/// The block layer's `poll` on a poll queue of a [`Disk<Q>`].
+unsafe extern "C" fn poll_tramp<Q: QueueOps>(
+    hctx: *mut bindings::blk_mq_hw_ctx,
+    _iob: *mut bindings::io_comp_batch,
+) -> c_int {
+    // SAFETY: As in `queue_rq_tramp`; the hctx and its set are valid for
+    // the call.
+    unsafe {
+        let q = ArcBorrow::<Q>::from_raw(sys::rnbd_rs_hctx_queuedata(hctx).cast());
+        let split = &*(*(*(*hctx).queue).tag_set).driver_data.cast::<QueueSplit>();
+        q.poll((*hctx).queue_num.saturating_sub(split.default))
+    }
 }
 
 /// # Safety
@@ -449,6 +507,8 @@ unsafe extern "C" fn exit_request_tramp<Q: QueueOps>(
 /// A tag set of `Q`'s requests (one per session, shared by its disks).
 pub(crate) struct TagSet<Q: QueueOps> {
     set: KBox<Opaque<bindings::blk_mq_tag_set>>,
+    /// Its driver data.
+    _split: KBox<QueueSplit>,
     _p: PhantomData<fn(Q)>,
 }
 
@@ -458,12 +518,14 @@ unsafe impl<Q: QueueOps> Send for TagSet<Q> {}
 unsafe impl<Q: QueueOps> Sync for TagSet<Q> {}
 
 impl<Q: QueueOps> TagSet<Q> {
-    /// `queue_depth` tags on `nr_hw_queues` hardware queues.
-    pub(crate) fn new(nr_hw_queues: u32, queue_depth: u32) -> Result<Self> {
+    /// `queue_depth` tags on `default` hardware queues and `poll` polled
+    /// ones.
+    pub(crate) fn new(default: u32, poll: u32, queue_depth: u32) -> Result<Self> {
         // The PDU follows the request at its 8-byte alignment.
         if core::mem::align_of::<Q::Pdu>() > 8 {
             return Err(kernel::error::code::EINVAL);
         }
+        let split = KBox::new(QueueSplit { default, poll }, GFP_KERNEL)?;
         let set = KBox::new(Opaque::<bindings::blk_mq_tag_set>::uninit(), GFP_KERNEL)?;
         let p = set.get();
         // SAFETY: `p` is the box's, not yet shared; all-zero is the tag
@@ -471,17 +533,24 @@ impl<Q: QueueOps> TagSet<Q> {
         unsafe {
             p.write_bytes(0, 1);
             (*p).ops = &Vtable::<Q>::OPS;
-            (*p).nr_hw_queues = nr_hw_queues;
+            (*p).nr_hw_queues = default + poll;
             (*p).queue_depth = queue_depth;
             (*p).cmd_size = core::mem::size_of::<Q::Pdu>() as u32;
             (*p).numa_node = bindings::NUMA_NO_NODE;
             (*p).flags = bindings::BLK_MQ_F_SHOULD_MERGE | bindings::BLK_MQ_F_TAG_QUEUE_SHARED;
-            (*p).nr_maps = 1;
+            // With poll queues: default, read (sharing default), poll.
+            (*p).nr_maps = if poll > 0 {
+                bindings::hctx_type_HCTX_MAX_TYPES
+            } else {
+                1
+            };
+            (*p).driver_data = (&*split as *const QueueSplit).cast_mut().cast();
         }
         // SAFETY: Set up above; it stays in its box until `drop`.
         to_result(unsafe { bindings::blk_mq_alloc_tag_set(p) })?;
         Ok(TagSet {
             set,
+            _split: split,
             _p: PhantomData,
         })
     }

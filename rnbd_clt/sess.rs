@@ -178,11 +178,6 @@ impl Sess {
             );
             return Err(ENXIO);
         }
-        if o.nr_poll_queues != 0 {
-            // (No HCTX_TYPE_POLL map nor `poll` op yet.)
-            pr_err!("map_device: nr_poll_queues is not supported yet\n");
-            return Err(EINVAL);
-        }
         let cname = CString::try_from_fmt(kernel::fmt!("{}", Lossy(name)))?;
         let paths: KVec<&PathAddr> = {
             let mut v = KVec::with_capacity(o.path_cnt, GFP_KERNEL)?;
@@ -203,7 +198,7 @@ impl Sess {
         let rtrs = Session::open(&params, ev)?;
         let a = rtrs.query()?;
         let (online, _) = ffi::cpus();
-        let tag_set = TagSet::new(online + o.nr_poll_queues, a.queue_depth)?;
+        let tag_set = TagSet::new(online, o.nr_poll_queues, a.queue_depth)?;
         let mut rsp = [0u8; MsgSessInfo::LEN];
         rtrs.request_wait(
             Dir::Read,

@@ -463,16 +463,20 @@ impl SessionRef {
         })
     }
 
-    /// Polls poll queue `index` (below the session's `nr_poll_queues`;
-    /// `rtrs_clt_rdma_cq_direct`): the completions it found, or
-    /// ECONNRESET once no path is connected. EINVAL for another index,
-    /// whose connection is not a polled one.
-    pub fn poll(&self, index: u32) -> Result<u32> {
-        if index >= self.nr_poll_queues {
+    /// Polls the session's poll queue `i` (below its `nr_poll_queues`),
+    /// on the first connected path with completions there
+    /// (`rtrs_clt_rdma_cq_direct`): how many it found, or ECONNRESET once
+    /// no path is connected; EINVAL for a queue the session has not.
+    pub fn poll(&self, i: u32) -> Result<u32> {
+        if i >= self.nr_poll_queues {
             return Err(EINVAL);
         }
-        // SAFETY: The session is open, and `index` is one of its polled
-        // connections.
+        // The client's connections: the admin one, one per CPU id, then
+        // the polled ones; it polls connection `index + 1`.
+        // SAFETY: A plain read of a boot-time constant.
+        let index = unsafe { bindings::nr_cpu_ids } + i;
+        // SAFETY: The session is open, and `index + 1` is one of its
+        // polled connections.
         let n = unsafe { ffi::rtrs_clt_rdma_cq_direct(self.raw.as_ptr(), index) };
         u32::try_from(n).map_err(|_| econnreset())
     }
