@@ -538,6 +538,11 @@ impl Completion for OpenLater {
 }
 
 impl OpenLater {
+    /// Its device.
+    pub(crate) fn dev(&self) -> &Arc<Dev> {
+        &self.dev
+    }
+
     /// The answer, in process context.
     pub(crate) fn process(&self, result: Result) {
         let d = &self.dev;

@@ -73,6 +73,7 @@ mod sys {
         pub(super) fn rnbd_rs_hctx_queuedata(hctx: *mut bindings::blk_mq_hw_ctx) -> *mut c_void;
         pub(super) fn rnbd_rs_register_blkdev(name: *const c_char) -> c_int;
         pub(super) fn rnbd_rs_num_online_cpus() -> u32;
+        pub(super) fn rnbd_rs_alloc_wq() -> *mut bindings::workqueue_struct;
         pub(super) fn rnbd_rs_nr_cpu_ids() -> u32;
         pub(super) fn rnbd_rs_disk_uevent(gd: *mut bindings::gendisk, online: bool);
         pub(super) fn rnbd_rs_alloc_disk(
@@ -836,6 +837,42 @@ pub(crate) fn vec_remove<T>(v: &mut kernel::alloc::KVec<T>, i: usize) -> Option<
         let last = v.as_ptr().add(n - 1).read();
         v.set_len(n - 1);
         Some(last)
+    }
+}
+
+/// The module's workqueue: dropping it waits for its work items (they
+/// run module code).
+pub(crate) struct Wq(NonNull<bindings::workqueue_struct>);
+
+// SAFETY: A workqueue is used from any thread.
+unsafe impl Send for Wq {}
+// SAFETY: As above.
+unsafe impl Sync for Wq {}
+
+impl Wq {
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: No argument.
+        let p = unsafe { sys::rnbd_rs_alloc_wq() };
+        Ok(Wq(NonNull::new(p).ok_or(kernel::error::code::ENOMEM)?))
+    }
+
+    /// Waits for what is queued (not from one of its own items).
+    pub(crate) fn flush(&self) {
+        // SAFETY: Allocated by `new`.
+        unsafe { bindings::__flush_workqueue(self.0.as_ptr()) };
+    }
+
+    /// The queue, to enqueue on.
+    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
+        // SAFETY: Allocated by `new`, destroyed only when `self` drops.
+        unsafe { kernel::workqueue::Queue::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for Wq {
+    fn drop(&mut self) {
+        // SAFETY: Allocated by `new`; this drains it first.
+        unsafe { bindings::destroy_workqueue(self.0.as_ptr()) };
     }
 }
 

@@ -44,6 +44,8 @@ pub(crate) struct Clt {
     idx: Mutex<KVec<u64>>,
     /// The module is going: devices go without a CLOSE.
     pub(crate) exiting: core::sync::atomic::AtomicBool,
+    /// Where answers that came in softirq are processed.
+    pub(crate) wq: ffi::Wq,
 }
 
 /// What `Clt::map` protects.
@@ -55,9 +57,11 @@ pub(crate) struct MapInner {
 impl Clt {
     /// The client, with its block major.
     pub(crate) fn new(major: Major) -> Result<Arc<Self>> {
+        let wq = ffi::Wq::new()?;
         Arc::pin_init(
             try_pin_init!(Clt {
                 major,
+                wq,
                 map <- new_mutex!(MapInner { sessions: KVec::new() }),
                 idx <- new_mutex!(KVec::new()),
                 exiting: core::sync::atomic::AtomicBool::new(false),
@@ -90,6 +94,9 @@ impl Clt {
             }
         }
         drop(sessions);
+        // The answers processed after the close: their items hold devices,
+        // hence this client, which must not go from its own queue.
+        self.wq.flush();
     }
 
     /// The lowest free device index (`ida_alloc_max`), ENOSPC if none.

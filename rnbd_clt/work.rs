@@ -7,7 +7,7 @@ use kernel::{
     error::Result,
     impl_has_work, new_work, pr_err,
     prelude::*,
-    workqueue::{self, Work, WorkItem},
+    workqueue::{Work, WorkItem},
 };
 
 use crate::dev::OpenLater;
@@ -48,7 +48,9 @@ pub(crate) fn open_rsp_later(req: KBox<Request<OpenLater>>, result: Result) {
         GFP_ATOMIC,
     ) {
         Ok(w) => {
-            workqueue::system().enqueue(w);
+            // (A reference for the call: `w` moves to the queue.)
+            let clt = w.req.c.dev().sess.clt.clone();
+            clt.wq.queue().enqueue(w);
         }
         Err(_) => pr_err!("no memory to process an OPEN_RSP\n"),
     }

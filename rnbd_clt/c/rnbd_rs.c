@@ -12,6 +12,7 @@
 #include <linux/kobject.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <linux/workqueue.h>
 
 #include "rnbd_rs.h"
 
@@ -91,6 +92,12 @@ void *rnbd_rs_hctx_queuedata(struct blk_mq_hw_ctx *hctx)
 }
 
 static int rnbd_rs_major;
+
+/* The module's own queue: its exit waits for what is queued on it. */
+struct workqueue_struct *rnbd_rs_alloc_wq(void)
+{
+	return alloc_workqueue("rnbd_clt_rs_wq", 0, 0);
+}
 
 unsigned int rnbd_rs_num_online_cpus(void)
 {

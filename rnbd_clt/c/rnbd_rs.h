@@ -47,6 +47,7 @@ void *rnbd_rs_rq_queuedata(struct request *rq);
 void *rnbd_rs_hctx_queuedata(struct blk_mq_hw_ctx *hctx);
 int rnbd_rs_register_blkdev(const char *name);
 unsigned int rnbd_rs_num_online_cpus(void);
+struct workqueue_struct *rnbd_rs_alloc_wq(void);
 unsigned int rnbd_rs_nr_cpu_ids(void);
 void rnbd_rs_disk_uevent(struct gendisk *gd, bool online);
 struct gendisk *rnbd_rs_alloc_disk(struct blk_mq_tag_set *set,
