@@ -354,6 +354,7 @@ impl Dev {
         let req = Request::new(OpenLater {
             dev: self.clone(),
             rsp: DataBuf::new(MsgOpenRsp::LEN)?,
+            work: Some(crate::work::OpenRspWork::new()?),
         })?;
         let permit = sess.wait_permit(ConType::Admin).ok_or(ENODEV)?;
         sess.request(Dir::Read, permit, &[&open.encode()], req)
@@ -522,6 +523,7 @@ impl Completion for CloseNowait {
 pub(crate) struct OpenLater {
     dev: Arc<Dev>,
     rsp: DataBuf,
+    work: Option<Pin<KBox<crate::work::OpenRspWork>>>,
 }
 
 impl Completion for OpenLater {
@@ -538,6 +540,11 @@ impl Completion for OpenLater {
 }
 
 impl OpenLater {
+    /// Its work item, once.
+    pub(crate) fn take_work(&mut self) -> Option<Pin<KBox<crate::work::OpenRspWork>>> {
+        self.work.take()
+    }
+
     /// Its device.
     pub(crate) fn dev(&self) -> &Arc<Dev> {
         &self.dev

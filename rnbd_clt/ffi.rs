@@ -265,8 +265,10 @@ impl<Q: QueueOps> Rq<'_, Q> {
         let t = sel(self.pdu());
         // SAFETY: The table and its inline entries are in the request's
         // PDU, which does not move while the request lives; `free` undoes
-        // this before the request ends.
+        // this before the request ends. The table starts at its inline
+        // entries (the allocator uses them when they are enough).
         to_result(unsafe {
+            (*t.sgt.get()).sgl = t.first[0].get();
             bindings::sg_alloc_table_chained(
                 t.sgt.get(),
                 nents as c_int,
@@ -703,8 +705,8 @@ impl Ctl {
     }
 }
 
-/// A link `ctl/devices/<name>` to a disk, removed on drop. Made only while
-/// the module's [`Ctl`] exists (the devices it links go before it).
+/// A link `ctl/devices/<name>` to a disk, removed on drop (or with
+/// `devices/`, at module exit, when the [`Ctl`] goes first).
 pub(crate) struct DevLink(CString);
 
 impl DevLink {
@@ -838,6 +840,55 @@ pub(crate) fn vec_remove<T>(v: &mut kernel::alloc::KVec<T>, i: usize) -> Option<
         v.set_len(n - 1);
         Some(last)
     }
+}
+
+/// A box handed from one context to another without a lock (a
+/// confirmation in softirq to its work item): the last one put, until
+/// taken.
+pub(crate) struct BoxSlot<T>(core::sync::atomic::AtomicPtr<T>);
+
+// SAFETY: It owns at most one `KBox<T>`, moved between threads whole.
+unsafe impl<T: Send> Send for BoxSlot<T> {}
+// SAFETY: `put` and `take` swap atomically: one owner at a time.
+unsafe impl<T: Send> Sync for BoxSlot<T> {}
+
+impl<T> BoxSlot<T> {
+    pub(crate) fn new() -> Self {
+        BoxSlot(core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()))
+    }
+
+    /// Puts `b` in (dropping what was there).
+    pub(crate) fn put(&self, b: KBox<T>) {
+        let old = self
+            .0
+            .swap(KBox::into_raw(b), core::sync::atomic::Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: Every non-null pointer in it came from `into_raw`
+            // and was swapped out here, so it is ours alone.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+    }
+
+    /// Takes what is in.
+    pub(crate) fn take(&self) -> Option<KBox<T>> {
+        let p = self
+            .0
+            .swap(core::ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+        // SAFETY: As in `put`.
+        (!p.is_null()).then(|| unsafe { KBox::from_raw(p) })
+    }
+}
+
+impl<T> Drop for BoxSlot<T> {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
+/// `msleep`.
+pub(crate) fn msleep(ms: u32) {
+    // SAFETY: May sleep; the callers are in process context.
+    unsafe { bindings::msleep(ms) };
 }
 
 /// The module's workqueue: dropping it waits for its work items (they

@@ -46,6 +46,8 @@ pub(crate) struct Clt {
     pub(crate) exiting: core::sync::atomic::AtomicBool,
     /// Where answers that came in softirq are processed.
     pub(crate) wq: ffi::Wq,
+    /// Sessions not yet closed (module exit waits for them).
+    live: core::sync::atomic::AtomicU32,
 }
 
 /// What `Clt::map` protects.
@@ -65,6 +67,7 @@ impl Clt {
                 map <- new_mutex!(MapInner { sessions: KVec::new() }),
                 idx <- new_mutex!(KVec::new()),
                 exiting: core::sync::atomic::AtomicBool::new(false),
+                live: core::sync::atomic::AtomicU32::new(0),
             }),
             GFP_KERNEL,
         )
@@ -94,9 +97,20 @@ impl Clt {
             }
         }
         drop(sessions);
-        // The answers processed after the close: their items hold devices,
-        // hence this client, which must not go from its own queue.
-        self.wq.flush();
+        // A session still held (by an OPEN in flight, its answer's work
+        // item) closes when that ends: its code must still be there.
+        let mut waited = 0u32;
+        loop {
+            self.wq.flush();
+            if self.live.load(core::sync::atomic::Ordering::Acquire) == 0 {
+                break;
+            }
+            if waited % 300 == 299 {
+                pr_info!("waiting for sessions to close\n");
+            }
+            ffi::msleep(100);
+            waited = waited.wrapping_add(1);
+        }
     }
 
     /// The lowest free device index (`ida_alloc_max`), ENOSPC if none.
@@ -157,8 +171,35 @@ pub(crate) struct Sess {
     pub(crate) max_segments: u32,
     /// Poll queues of its (single) device.
     pub(crate) nr_poll_queues: u32,
-    /// The client, for the device indexes.
-    pub(crate) clt: Arc<Clt>,
+    /// The client, for the device indexes; dropped last, after the close,
+    /// and counted out of its live sessions then.
+    pub(crate) clt: LiveRef,
+}
+
+/// A session's reference to its client, counted in `Clt::live`.
+pub(crate) struct LiveRef(Arc<Clt>);
+
+impl LiveRef {
+    fn new(clt: &Arc<Clt>) -> Self {
+        clt.live.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        LiveRef(clt.clone())
+    }
+}
+
+impl core::ops::Deref for LiveRef {
+    type Target = Arc<Clt>;
+
+    fn deref(&self) -> &Arc<Clt> {
+        &self.0
+    }
+}
+
+impl Drop for LiveRef {
+    fn drop(&mut self) {
+        self.0
+            .live
+            .fetch_sub(1, core::sync::atomic::Ordering::Release);
+    }
 }
 
 impl Sess {
@@ -185,7 +226,12 @@ impl Sess {
             );
             return Err(ENXIO);
         }
-        let cname = CString::try_from_fmt(kernel::fmt!("{}", Lossy(name)))?;
+        let cname = {
+            let mut v = KVec::with_capacity(name.len() + 1, GFP_KERNEL)?;
+            v.extend_from_slice(name, GFP_KERNEL)?;
+            v.push(0, GFP_KERNEL)?;
+            CString::try_from(kernel::str::CStr::from_bytes_with_nul(&v).map_err(|_| EINVAL)?)?
+        };
         let paths: KVec<&PathAddr> = {
             let mut v = KVec::with_capacity(o.path_cnt, GFP_KERNEL)?;
             for p in o.paths() {
@@ -225,7 +271,7 @@ impl Sess {
                 max_io_size: a.max_io_size,
                 max_segments: a.max_segments,
                 nr_poll_queues: o.nr_poll_queues,
-                clt: clt.clone(),
+                clt: LiveRef::new(clt),
             },
             GFP_KERNEL,
         )?;

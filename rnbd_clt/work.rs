@@ -2,23 +2,30 @@
 
 //! Work items: what a confirmation (softirq) leaves to process context.
 
+use core::sync::atomic::{AtomicI32, Ordering};
+
 use kernel::{
-    alloc::{flags::GFP_ATOMIC, KBox},
-    error::Result,
-    impl_has_work, new_work, pr_err,
+    alloc::{flags::GFP_KERNEL, KBox},
+    error::{Error, Result},
+    impl_has_work, new_work,
     prelude::*,
     workqueue::{Work, WorkItem},
 };
 
 use crate::dev::OpenLater;
+use crate::ffi::BoxSlot;
 use crate::rtrs_api::Request;
 
-/// An OPEN_RSP that came on a reconnect, processed on the system queue
-/// (it takes the device's lock), as C does with its message work.
+/// Where an OPEN_RSP that came on a reconnect is processed: on the
+/// module's queue (it takes the device's lock), as C does with its message
+/// work. Made with the OPEN, so that nothing is allocated, and no device
+/// dropped, in the confirmation.
 #[pin_data]
-struct OpenRspWork {
-    req: KBox<Request<OpenLater>>,
-    result: Result,
+pub(crate) struct OpenRspWork {
+    /// The request, with the answer, from its confirmation.
+    req: BoxSlot<Request<OpenLater>>,
+    /// Its errno.
+    result: AtomicI32,
     #[pin]
     work: Work<OpenRspWork>,
 }
@@ -31,27 +38,49 @@ impl WorkItem for OpenRspWork {
     type Pointer = Pin<KBox<OpenRspWork>>;
 
     fn run(this: Pin<KBox<OpenRspWork>>) {
-        this.req.c.process(this.result);
+        let errno = this.result.load(Ordering::Relaxed);
+        let r = if errno == 0 {
+            Ok(())
+        } else {
+            Err(Error::from_errno(errno))
+        };
+        if let Some(req) = this.req.take() {
+            req.c.process(r);
+        }
     }
 }
 
-/// Processes the answer later; dropped with a log line if there is no
-/// memory for the work item (the device stays as it was, C's answer to a
-/// failed remap).
-pub(crate) fn open_rsp_later(req: KBox<Request<OpenLater>>, result: Result) {
-    match KBox::pin_init(
-        pin_init!(OpenRspWork {
-            req,
-            result,
-            work <- new_work!("rnbd_client_rs::open_rsp"),
-        }),
-        GFP_ATOMIC,
-    ) {
-        Ok(w) => {
-            // (A reference for the call: `w` moves to the queue.)
-            let clt = w.req.c.dev().sess.clt.clone();
-            clt.wq.queue().enqueue(w);
-        }
-        Err(_) => pr_err!("no memory to process an OPEN_RSP\n"),
+impl OpenRspWork {
+    /// A work item for one OPEN.
+    pub(crate) fn new() -> Result<Pin<KBox<Self>>> {
+        KBox::pin_init(
+            pin_init!(OpenRspWork {
+                req: BoxSlot::new(),
+                result: AtomicI32::new(0),
+                work <- new_work!("rnbd_client_rs::open_rsp"),
+            }),
+            GFP_KERNEL,
+        )
     }
+}
+
+/// The confirmation of a reconnect's OPEN: its answer goes to its work
+/// item.
+pub(crate) fn open_rsp_later(mut req: KBox<Request<OpenLater>>, result: Result) {
+    let Some(w) = req.c.take_work() else {
+        // (Every OPEN is sent with its work item.) Kept, not dropped here.
+        core::mem::forget(req);
+        return;
+    };
+    w.result.store(
+        match result {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        },
+        Ordering::Relaxed,
+    );
+    // (A reference for the call: the request moves into the item.)
+    let clt = req.c.dev().sess.clt.clone();
+    w.req.put(req);
+    clt.wq.queue().enqueue(w);
 }

@@ -53,7 +53,7 @@ use core::{
     ffi::{c_char, c_int, c_void},
     marker::PhantomData,
     ptr::NonNull,
-    sync::atomic::{AtomicI32, AtomicPtr, Ordering},
+    sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering},
 };
 
 use kernel::{
@@ -300,7 +300,9 @@ struct Shared<T> {
 /// one, so it does not outlive the session.
 pub struct SessionRef {
     raw: NonNull<ffi::RtrsCltSess>,
-    nr_poll_queues: u32,
+    /// One flag per poll queue: set while someone polls it (the client's
+    /// direct CQ takes one poller at a time).
+    polling: KVec<AtomicBool>,
 }
 
 // SAFETY: The client's exports may be called from any thread on the same
@@ -334,7 +336,7 @@ unsafe extern "C" fn link_ev_tramp<T: SessionOps>(priv_: *mut c_void, ev: c_int)
     // The call's own view: `link_event` cannot keep it.
     let sref = SessionRef {
         raw,
-        nr_poll_queues: 0,
+        polling: KVec::new(),
     };
     sh.ops.link_event(
         &sref,
@@ -398,12 +400,24 @@ impl<T: SessionOps> Session<T> {
         };
         let raw = from_err_ptr(raw)?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        let mut polling = KVec::with_capacity(p.nr_poll_queues as usize, GFP_KERNEL);
+        if let Ok(v) = polling.as_mut() {
+            for _ in 0..p.nr_poll_queues {
+                // (Within the capacity just reserved.)
+                let _ = v.push(AtomicBool::new(false), GFP_KERNEL);
+            }
+        }
+        let polling = match polling {
+            Ok(v) => v,
+            Err(e) => {
+                // SAFETY: Opened above, not shared yet.
+                unsafe { ffi::rtrs_clt_close(raw.as_ptr()) };
+                return Err(e.into());
+            }
+        };
         shared.raw.store(raw.as_ptr(), Ordering::Release);
         Ok(Session {
-            sref: SessionRef {
-                raw,
-                nr_poll_queues: p.nr_poll_queues,
-            },
+            sref: SessionRef { raw, polling },
             shared,
         })
     }
@@ -463,21 +477,26 @@ impl SessionRef {
         })
     }
 
-    /// Polls the session's poll queue `i` (below its `nr_poll_queues`),
-    /// on the first connected path with completions there
-    /// (`rtrs_clt_rdma_cq_direct`): how many it found, or ECONNRESET once
-    /// no path is connected; EINVAL for a queue the session has not.
+    /// Polls the session's poll queue `i`, on the first connected path
+    /// with completions there (`rtrs_clt_rdma_cq_direct`): how many it
+    /// found (0 as well while another thread polls that queue), or
+    /// ECONNRESET once no path is connected; EINVAL for a queue the
+    /// session has not.
     pub fn poll(&self, i: u32) -> Result<u32> {
-        if i >= self.nr_poll_queues {
+        let Some(busy) = self.polling.get(i as usize) else {
             return Err(EINVAL);
+        };
+        if busy.swap(true, Ordering::Acquire) {
+            return Ok(0);
         }
         // The client's connections: the admin one, one per CPU id, then
         // the polled ones; it polls connection `index + 1`.
         // SAFETY: A plain read of a boot-time constant.
         let index = unsafe { bindings::nr_cpu_ids } + i;
-        // SAFETY: The session is open, and `index + 1` is one of its
-        // polled connections.
+        // SAFETY: The session is open, `index + 1` is one of its polled
+        // connections, and `busy` makes this its only poller.
         let n = unsafe { ffi::rtrs_clt_rdma_cq_direct(self.raw.as_ptr(), index) };
+        busy.store(false, Ordering::Release);
         u32::try_from(n).map_err(|_| econnreset())
     }
 

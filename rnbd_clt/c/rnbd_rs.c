@@ -248,15 +248,18 @@ void rnbd_rs_ctl_destroy(struct rnbd_rs_ctl *ctl)
 	kfree(ctl);
 }
 
-/* Only between rnbd_rs_ctl_create() and rnbd_rs_ctl_destroy(). */
 int rnbd_rs_ctl_link(struct gendisk *gd, const char *name)
 {
+	if (!rnbd_rs_devices)
+		return -ENODEV;
 	return sysfs_create_link(rnbd_rs_devices, &disk_to_dev(gd)->kobj, name);
 }
 
+/* After rnbd_rs_ctl_destroy() the links went with devices/. */
 void rnbd_rs_ctl_unlink(const char *name)
 {
-	sysfs_remove_link(rnbd_rs_devices, name);
+	if (rnbd_rs_devices)
+		sysfs_remove_link(rnbd_rs_devices, name);
 }
 
 /* --- /sys/block/rnbdN/rnbd/ ---------------------------------------------- */
@@ -281,16 +284,25 @@ static ssize_t rnbd_rs_dev_show(struct kobject *kobj,
 		container_of(attr, struct rnbd_rs_dev_attr, kattr)->id, buf);
 }
 
+/*
+ * A store may wait for the server (unmap's CLOSE, remap's OPEN) after its
+ * file is gone (unmap removes it first): it holds the module meanwhile.
+ */
 static ssize_t rnbd_rs_dev_store(struct kobject *kobj,
 				 struct kobj_attribute *attr,
 				 const char *buf, size_t count)
 {
 	struct rnbd_rs_dev_kobj *dk =
 		container_of(kobj, struct rnbd_rs_dev_kobj, kobj);
+	ssize_t ret;
 
-	return rnbd_rs_dev_attr_store(dk->dev,
+	if (!try_module_get(THIS_MODULE))
+		return -ENODEV;
+	ret = rnbd_rs_dev_attr_store(dk->dev,
 		container_of(attr, struct rnbd_rs_dev_attr, kattr)->id,
 		buf, count, &attr->attr);
+	module_put(THIS_MODULE);
+	return ret;
 }
 
 #define RNBD_RS_DEV_ATTR(_name, _mode, _store, _ID)			\
@@ -346,12 +358,13 @@ struct rnbd_rs_dev_kobj *rnbd_rs_dev_kobj_create(struct gendisk *gd,
 	dk->dev = dev;
 	err = kobject_init_and_add(&dk->kobj, &rnbd_rs_dev_ktype, parent,
 				   "%s", "rnbd");
+	/* The disk is online either way, as in C. */
+	kobject_uevent(parent, KOBJ_ONLINE);
 	if (err) {
 		/* Its release frees it: one put, nothing else. */
 		kobject_put(&dk->kobj);
 		return ERR_PTR(err);
 	}
-	kobject_uevent(parent, KOBJ_ONLINE);
 	return dk;
 }
 
