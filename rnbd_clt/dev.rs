@@ -128,6 +128,24 @@ impl Dev {
                 return Err(EEXIST);
             }
         }
+        // Two device paths that differ only in '/' and '!' name the same
+        // devices/ link: C finds out when it links, after the server
+        // opened the device; here it is refused before (the same EEXIST).
+        let link = SymlinkName {
+            pathname: path,
+            sessname: name,
+        };
+        if m.sessions.iter().any(|s| {
+            s.devs().lock().iter().any(|d| {
+                link.same_as(&SymlinkName {
+                    pathname: d.pathname.as_bytes(),
+                    sessname: s.name.as_bytes(),
+                })
+            })
+        }) {
+            pr_err!("Creating /sys/block symlink failed, err: -17\n");
+            return Err(EEXIST);
+        }
         let sess = Sess::find_or_open(clt, &mut m, &o)?;
         let idx = match clt.alloc_idx() {
             Ok(i) => i,
@@ -357,8 +375,13 @@ impl Dev {
             work: Some(crate::work::OpenRspWork::new()?),
         })?;
         let permit = sess.wait_permit(ConType::Admin).ok_or(ENODEV)?;
+        // A user until its answer is processed (`OpenLater::process`).
+        self.users.fetch_add(1, Ordering::Relaxed);
         sess.request(Dir::Read, permit, &[&open.encode()], req)
-            .map_err(|e| e.error)
+            .map_err(|e| {
+                self.users.fetch_sub(1, Ordering::Relaxed);
+                e.error
+            })
     }
 
     /// Takes a device that never got mapped out of its session.
@@ -426,10 +449,13 @@ impl Dev {
             .map_err(|e| Error::from_errno(e.errno()))?;
         let mut b = [0u8; MsgOpenRsp::LEN];
         let sess = &self.sess.rtrs;
+        // An OPEN in flight is a user (a normal unmap meanwhile: EBUSY).
+        self.users.fetch_add(1, Ordering::Relaxed);
         let r = sess
             .request_wait(Dir::Read, &[&open.encode()], &mut b, MSG_TIMEOUT_MS)
             .and_then(|()| MsgOpenRsp::decode(&b).map_err(|e| Error::from_errno(e.errno())))
             .and_then(|rsp| self.process_open_rsp(sess, &rsp));
+        self.users.fetch_sub(1, Ordering::Relaxed);
         if let Err(e) = r {
             self.log_err(format_args!("remap_device: {}\n", e.to_errno()));
         }
@@ -553,6 +579,7 @@ impl OpenLater {
     /// The answer, in process context.
     pub(crate) fn process(&self, result: Result) {
         let d = &self.dev;
+        d.users.fetch_sub(1, Ordering::Relaxed);
         if let Err(e) = result {
             d.log_err(format_args!(
                 "Opening failed, server responded: {}\n",

@@ -312,6 +312,25 @@ impl SymlinkName<'_> {
         self.sessname.iter().for_each(|&c| out(c));
     }
 
+    /// Whether `other` has the same name (C's link names clash for two
+    /// paths that differ only in `/` and `!`).
+    pub fn same_as(&self, other: &SymlinkName<'_>) -> bool {
+        let map = |c: &u8| if *c == b'/' { b'!' } else { *c };
+        let a = self
+            .pathname
+            .iter()
+            .map(map)
+            .chain([b'@'])
+            .chain(self.sessname.iter().copied());
+        let b = other
+            .pathname
+            .iter()
+            .map(map)
+            .chain([b'@'])
+            .chain(other.sessname.iter().copied());
+        self.byte_len() == other.byte_len() && a.eq(b)
+    }
+
     /// Its length in bytes (never 0: it has its `@`).
     pub fn byte_len(&self) -> usize {
         self.pathname.len() + 1 + self.sessname.len()

@@ -215,6 +215,29 @@ fn symlink_names() {
     }
     .write_bytes(|c| w.push(c));
     assert_eq!(v, w);
+    let n2 = SymlinkName {
+        pathname: b"!dev/ram0",
+        sessname: b"s1",
+    };
+    assert!(n.same_as(&n2) && n2.same_as(&n));
+    assert!(!n.same_as(&SymlinkName {
+        pathname: b"/dev/ram1",
+        sessname: b"s1"
+    }));
+    assert!(!n.same_as(&SymlinkName {
+        pathname: b"/dev/ram0",
+        sessname: b"s2"
+    }));
+    // The '@' is where it is: "a@b" + "c" is not "a" + "b@c".
+    let x = SymlinkName {
+        pathname: b"a@b",
+        sessname: b"c",
+    };
+    let y = SymlinkName {
+        pathname: b"a",
+        sessname: b"b@c",
+    };
+    assert!(x.same_as(&y), "C's names are equal strings here too");
 }
 
 #[test]
