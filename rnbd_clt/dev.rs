@@ -26,7 +26,7 @@ use crate::rnbd_core::proto::{AccessMode, MsgClose, MsgOpen, MsgOpenRsp};
 use crate::rtrs_api::{
     Completion, ConType, Data, DataBuf, Dir, PathAddr, Permit, Request, SessionRef,
 };
-use crate::sess::{log_mapping, Clt, Sess, MSG_TIMEOUT_MS};
+use crate::sess::{log_mapping, Clt, MapInner, Sess, MSG_TIMEOUT_MS};
 
 /// What a device's lock protects: the objects it has while mapped.
 pub(crate) struct DevInner {
@@ -116,37 +116,9 @@ impl Dev {
     /// `map_device`: maps the device the options name.
     pub(crate) fn map(clt: &Arc<Clt>, o: MapOpts<KBox<PathAddr>>) -> Result {
         log_mapping(&o);
-        let mut m = clt.map.lock();
         let (path, name) = (o.pathname.as_bytes(), o.sessname.as_bytes());
-        // The same device of the same session (C: EEXIST, no log).
-        if let Some(s) = m.find(name) {
-            if s.devs()
-                .lock()
-                .iter()
-                .any(|d| d.pathname.as_bytes() == path)
-            {
-                return Err(EEXIST);
-            }
-        }
-        // Two device paths that differ only in '/' and '!' name the same
-        // devices/ link: C finds out when it links, after the server
-        // opened the device; here it is refused before (the same EEXIST).
-        let link = SymlinkName {
-            pathname: path,
-            sessname: name,
-        };
-        if m.sessions.iter().any(|s| {
-            s.devs().lock().iter().any(|d| {
-                link.same_as(&SymlinkName {
-                    pathname: d.pathname.as_bytes(),
-                    sessname: s.name.as_bytes(),
-                })
-            })
-        }) {
-            pr_err!("Creating /sys/block symlink failed, err: -17\n");
-            return Err(EEXIST);
-        }
-        let sess = Sess::find_or_open(clt, &mut m, &o)?;
+        taken(&clt.map.lock(), path, name)?;
+        let sess = clt.get_sess(&o)?;
         let idx = match clt.alloc_idx() {
             Ok(i) => i,
             Err(e) => {
@@ -156,10 +128,12 @@ impl Dev {
                     Lossy(name),
                     e.to_errno()
                 );
-                drop_if_unused(&mut m, &sess);
+                sess.put_dev();
                 return Err(e);
             }
         };
+        // The device takes the map's reservation over (its drop gives it
+        // back, and its index).
         let s2 = sess.clone();
         let dev = match Arc::pin_init(
             try_pin_init!(Dev {
@@ -180,20 +154,20 @@ impl Dev {
             Ok(d) => d,
             Err(e) => {
                 clt.free_idx(idx);
-                drop_if_unused(&mut m, &sess);
+                sess.put_dev();
                 return Err(e);
             }
         };
-        if let Err(e) = sess.devs().lock().push(dev.clone(), GFP_KERNEL) {
-            drop_if_unused(&mut m, &sess);
-            return Err(e.into());
+        // Listed on its session, if no other map took its name meanwhile.
+        {
+            let m = clt.map.lock();
+            taken(&m, dev.pathname.as_bytes(), name)?;
+            sess.devs().lock().push(dev.clone(), GFP_KERNEL)?;
         }
         if let Err(e) = dev.open_and_add(clt) {
             dev.forget();
-            drop_if_unused(&mut m, &sess);
             return Err(e);
         }
-        drop(m);
         // Sysfs last, as C: a failure there unmaps (with a CLOSE).
         if let Err(e) = dev.add_sysfs() {
             let _ = Dev::unmap(&dev, true, None);
@@ -436,8 +410,6 @@ impl Dev {
             let _ = dev.send_close(true);
         }
         dev.log_info(format_args!("Device is unmapped\n"));
-        let mut m = dev.sess.clt.map.lock();
-        drop_if_unused(&mut m, &dev.sess);
         Ok(())
     }
 
@@ -507,17 +479,38 @@ impl Dev {
 impl PinnedDrop for Dev {
     fn drop(self: Pin<&mut Self>) {
         // The index is free once the device is gone, openers included
-        // (their disk keeps its numbers until then).
+        // (their disk keeps its numbers until then); so is its session.
         self.sess.clt.free_idx(self.idx);
+        self.sess.put_dev();
     }
 }
 
-/// Drops a session from the registry once it has no device (it closes
-/// when its last reference goes).
-fn drop_if_unused(m: &mut crate::sess::MapInner, sess: &Arc<Sess>) {
-    if sess.devs().lock().is_empty() {
-        m.remove(sess);
+/// EEXIST if a map of `path` on session `name` would clash: the same
+/// device of the same session (C: no log), or a device whose devices/
+/// link has the same name (two paths that differ only in '/' and '!'; C
+/// finds out when it links, after the server opened the device: here it
+/// is refused before, with C's log line).
+fn taken(m: &MapInner, path: &[u8], name: &[u8]) -> Result {
+    let link = SymlinkName {
+        pathname: path,
+        sessname: name,
+    };
+    for s in Clt::sessions(m) {
+        for d in s.devs().lock().iter() {
+            let dp = d.pathname.as_bytes();
+            if s.name.as_bytes() == name && dp == path {
+                return Err(EEXIST);
+            }
+            if link.same_as(&SymlinkName {
+                pathname: dp,
+                sessname: s.name.as_bytes(),
+            }) {
+                pr_err!("Creating /sys/block symlink failed, err: -17\n");
+                return Err(EEXIST);
+            }
+        }
     }
+    Ok(())
 }
 
 fn send_close_id(sess: &SessionRef, device_id: u32, wait: bool) -> Result {

@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The client and its sessions: one RTRS session per name, shared by the
-//! devices mapped on it, closed when its last device is unmapped.
+//! devices mapped on it, closed once no device of it is left (an unmapped
+//! device still open by a user keeps it).
+//!
+//! The registry (`Clt::map`) is held only briefly: a session being opened
+//! is a slot in state `Opening`, and the maps of the same name wait on
+//! `Clt::opened` (C's `rtrs_ready`) while the others go on.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kernel::{
     alloc::{flags::GFP_KERNEL, KBox, KVec},
     error::{code::*, Error, Result},
-    new_mutex, pr_err, pr_info,
+    impl_has_work, new_condvar, new_mutex, new_work, pr_err, pr_info,
     prelude::*,
     str::CString,
-    sync::{Arc, Mutex},
+    sync::{Arc, CondVar, Mutex},
+    workqueue::{Work, WorkItem},
 };
 
 use crate::dev::Dev;
@@ -34,26 +42,56 @@ const MAX_DEV_IDX: usize = 1 << (20 - 6);
 #[pin_data]
 pub(crate) struct Clt {
     pub(crate) major: Major,
-    /// Serializes maps and the end of unmaps (what they do to the
-    /// sessions and their device lists).
+    /// The sessions by name (short sections only).
     #[pin]
     pub(crate) map: Mutex<MapInner>,
+    /// Signalled when a session's open ends (either way).
+    #[pin]
+    opened: CondVar,
     /// Device indexes in use, one bit each (taken alone: a device frees
     /// its index when it goes, under any lock).
     #[pin]
     idx: Mutex<KVec<u64>>,
     /// The module is going: devices go without a CLOSE.
-    pub(crate) exiting: core::sync::atomic::AtomicBool,
-    /// Where answers that came in softirq are processed.
+    pub(crate) exiting: AtomicBool,
+    /// Where answers that came in softirq are processed, and sessions
+    /// without devices are reaped.
     pub(crate) wq: ffi::Wq,
     /// Sessions not yet closed (module exit waits for them).
-    live: core::sync::atomic::AtomicU32,
+    live: AtomicU32,
+    /// Reaps the sessions left without devices.
+    #[pin]
+    reap: Work<Clt>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Clt { self.reap }
+}
+
+impl WorkItem for Clt {
+    type Pointer = Arc<Clt>;
+
+    fn run(this: Arc<Clt>) {
+        this.reap_sessions();
+    }
 }
 
 /// What `Clt::map` protects.
 pub(crate) struct MapInner {
-    /// The sessions, by name.
-    pub(crate) sessions: KVec<Arc<Sess>>,
+    /// The sessions by name, opened or being opened.
+    slots: KVec<Slot>,
+}
+
+/// A session name's place in the registry.
+struct Slot {
+    name: KVec<u8>,
+    state: SlotState,
+}
+
+enum SlotState {
+    /// A map is opening it; others wait on `Clt::opened`.
+    Opening,
+    Open(Arc<Sess>),
 }
 
 impl Clt {
@@ -64,13 +102,114 @@ impl Clt {
             try_pin_init!(Clt {
                 major,
                 wq,
-                map <- new_mutex!(MapInner { sessions: KVec::new() }),
+                map <- new_mutex!(MapInner { slots: KVec::new() }),
+                opened <- new_condvar!(),
                 idx <- new_mutex!(KVec::new()),
-                exiting: core::sync::atomic::AtomicBool::new(false),
-                live: core::sync::atomic::AtomicU32::new(0),
+                exiting: AtomicBool::new(false),
+                live: AtomicU32::new(0),
+                reap <- new_work!("rnbd_client_rs::reap"),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The open sessions.
+    pub(crate) fn sessions(m: &MapInner) -> impl Iterator<Item = &Arc<Sess>> {
+        m.slots.iter().filter_map(|s| match &s.state {
+            SlotState::Open(x) => Some(x),
+            SlotState::Opening => None,
+        })
+    }
+
+    /// The session a map names, with a device reserved on it (released by
+    /// [`Sess::put_dev`], or taken over by the device): the open one, or
+    /// one this opens over the map's paths (C's
+    /// `find_and_get_or_create_sess`; an existing session's paths and
+    /// port are not compared with the map's).
+    pub(crate) fn get_sess(self: &Arc<Self>, o: &MapOpts<KBox<PathAddr>>) -> Result<Arc<Sess>> {
+        let name = o.sessname.as_bytes();
+        let mut m = self.map.lock();
+        loop {
+            match m
+                .slots
+                .iter()
+                .find(|s| s.name.as_slice() == name)
+                .map(|s| &s.state)
+            {
+                Some(SlotState::Open(s)) => {
+                    // A session with poll queues has one device (C: EINVAL,
+                    // no log).
+                    if o.nr_poll_queues != 0 || s.nr_poll_queues != 0 {
+                        return Err(EINVAL);
+                    }
+                    s.devs_alive.fetch_add(1, Ordering::Relaxed);
+                    return Ok(s.clone());
+                }
+                Some(SlotState::Opening) => self.opened.wait(&mut m),
+                None => break,
+            }
+        }
+        if o.path_cnt == 0 {
+            pr_err!(
+                "Session {} not found, and path parameter not given",
+                Lossy(name)
+            );
+            return Err(ENXIO);
+        }
+        let mut n = KVec::with_capacity(name.len(), GFP_KERNEL)?;
+        n.extend_from_slice(name, GFP_KERNEL)?;
+        m.slots.push(
+            Slot {
+                name: n,
+                state: SlotState::Opening,
+            },
+            GFP_KERNEL,
+        )?;
+        drop(m);
+        let r = Sess::open(self, o);
+        let mut m = self.map.lock();
+        let i = m.slots.iter().position(|s| s.name.as_slice() == name);
+        let r = match (r, i) {
+            (Ok(s), Some(i)) => {
+                s.devs_alive.fetch_add(1, Ordering::Relaxed);
+                m.slots[i].state = SlotState::Open(s.clone());
+                Ok(s)
+            }
+            (Err(e), Some(i)) => {
+                drop(ffi::vec_remove(&mut m.slots, i));
+                Err(e)
+            }
+            // The registry was emptied meanwhile (module exit).
+            (_, None) => Err(ENODEV),
+        };
+        drop(m);
+        self.opened.notify_all();
+        r
+    }
+
+    /// Drops the sessions left without devices (they close outside the
+    /// lock).
+    fn reap_sessions(&self) {
+        let mut dead = KVec::new();
+        {
+            let mut m = self.map.lock();
+            let mut i = 0;
+            while i < m.slots.len() {
+                let idle = match &m.slots[i].state {
+                    SlotState::Open(s) => s.devs_alive.load(Ordering::Acquire) == 0,
+                    SlotState::Opening => false,
+                };
+                if !idle || dead.reserve(1, GFP_KERNEL).is_err() {
+                    i += 1;
+                    continue;
+                }
+                if let Some(slot) = ffi::vec_remove(&mut m.slots, i) {
+                    // (Reserved just above.)
+                    let _ = dead.push(slot, GFP_KERNEL);
+                }
+            }
+        }
+        drop(dead);
     }
 }
 
@@ -78,10 +217,12 @@ impl Clt {
     /// Module exit: every device of every session goes (forced, without a
     /// CLOSE, as in C), then the sessions close.
     pub(crate) fn destroy_sessions(&self) {
-        self.exiting
-            .store(true, core::sync::atomic::Ordering::Relaxed);
-        let sessions = core::mem::take(&mut self.map.lock().sessions);
-        for s in sessions.iter() {
+        self.exiting.store(true, Ordering::Relaxed);
+        let slots = core::mem::take(&mut self.map.lock().slots);
+        for slot in slots.iter() {
+            let SlotState::Open(s) = &slot.state else {
+                continue;
+            };
             loop {
                 let d = s.devs().lock().first().cloned();
                 let Some(d) = d else {
@@ -96,13 +237,14 @@ impl Clt {
                 }
             }
         }
-        drop(sessions);
+        drop(slots);
         // A session still held (by an OPEN in flight, its answer's work
-        // item) closes when that ends: its code must still be there.
+        // item, a reaper's run) closes when that ends: its code must
+        // still be there.
         let mut waited = 0u32;
         loop {
             self.wq.flush();
-            if self.live.load(core::sync::atomic::Ordering::Acquire) == 0 {
+            if self.live.load(Ordering::Acquire) == 0 {
                 break;
             }
             if waited % 300 == 299 {
@@ -143,21 +285,6 @@ impl Clt {
     }
 }
 
-impl MapInner {
-    /// The session named so.
-    pub(crate) fn find(&self, name: &[u8]) -> Option<&Arc<Sess>> {
-        self.sessions.iter().find(|s| s.name.as_bytes() == name)
-    }
-
-    /// Forgets a session (its last device went): it closes when its last
-    /// reference goes.
-    pub(crate) fn remove(&mut self, sess: &Arc<Sess>) {
-        if let Some(i) = self.sessions.iter().position(|s| Arc::ptr_eq(s, sess)) {
-            drop(ffi::vec_remove(&mut self.sessions, i));
-        }
-    }
-}
-
 /// A session: the RTRS session, its tag set, its limits, its devices.
 pub(crate) struct Sess {
     /// The name.
@@ -171,6 +298,9 @@ pub(crate) struct Sess {
     pub(crate) max_segments: u32,
     /// Poll queues of its (single) device.
     pub(crate) nr_poll_queues: u32,
+    /// Its devices not yet freed (unmapped but still open count), and the
+    /// maps about to make one: at 0 the session is reaped.
+    devs_alive: AtomicU32,
     /// The client, for the device indexes; dropped last, after the close,
     /// and counted out of its live sessions then.
     pub(crate) clt: LiveRef,
@@ -181,7 +311,7 @@ pub(crate) struct LiveRef(Arc<Clt>);
 
 impl LiveRef {
     fn new(clt: &Arc<Clt>) -> Self {
-        clt.live.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        clt.live.fetch_add(1, Ordering::Relaxed);
         LiveRef(clt.clone())
     }
 }
@@ -196,36 +326,15 @@ impl core::ops::Deref for LiveRef {
 
 impl Drop for LiveRef {
     fn drop(&mut self) {
-        self.0
-            .live
-            .fetch_sub(1, core::sync::atomic::Ordering::Release);
+        self.0.live.fetch_sub(1, Ordering::Release);
     }
 }
 
 impl Sess {
-    /// The session of a map: the one named so (whose paths and port the
-    /// map's are not compared with, as in C), or a new one over the map's
-    /// paths. Called with the map lock held.
-    pub(crate) fn find_or_open(
-        clt: &Arc<Clt>,
-        m: &mut MapInner,
-        o: &MapOpts<KBox<PathAddr>>,
-    ) -> Result<Arc<Sess>> {
+    /// Opens a session over the map's paths (sleeps: the paths connect,
+    /// SESS_INFO is answered).
+    fn open(clt: &Arc<Clt>, o: &MapOpts<KBox<PathAddr>>) -> Result<Arc<Sess>> {
         let name = o.sessname.as_bytes();
-        if let Some(s) = m.find(name) {
-            // A session with poll queues has one device (C: EINVAL, no log).
-            if o.nr_poll_queues != 0 || s.nr_poll_queues != 0 {
-                return Err(EINVAL);
-            }
-            return Ok(s.clone());
-        }
-        if o.path_cnt == 0 {
-            pr_err!(
-                "Session {} not found, and path parameter not given",
-                Lossy(name)
-            );
-            return Err(ENXIO);
-        }
         let cname = {
             let mut v = KVec::with_capacity(name.len() + 1, GFP_KERNEL)?;
             v.extend_from_slice(name, GFP_KERNEL)?;
@@ -260,10 +369,8 @@ impl Sess {
             MSG_TIMEOUT_MS,
         )?;
         let ver = MsgSessInfo::decode_rsp(&rsp).map_err(|e| Error::from_errno(e.errno()))?;
-        rtrs.ops()
-            .ver
-            .store(ver.negotiated(), core::sync::atomic::Ordering::Relaxed);
-        let s = Arc::new(
+        rtrs.ops().ver.store(ver.negotiated(), Ordering::Relaxed);
+        Arc::new(
             Sess {
                 name: cname,
                 rtrs,
@@ -271,12 +378,22 @@ impl Sess {
                 max_io_size: a.max_io_size,
                 max_segments: a.max_segments,
                 nr_poll_queues: o.nr_poll_queues,
+                devs_alive: AtomicU32::new(0),
                 clt: LiveRef::new(clt),
             },
             GFP_KERNEL,
-        )?;
-        m.sessions.push(s.clone(), GFP_KERNEL)?;
-        Ok(s)
+        )
+        .map_err(Into::into)
+    }
+
+    /// A device of the session is gone (or a map gave its reservation
+    /// up): the last one reaps the session.
+    pub(crate) fn put_dev(&self) {
+        if self.devs_alive.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let clt = Arc::clone(&self.clt);
+            // (Already queued: that run sees this too.)
+            let _ = self.clt.wq.queue().enqueue(clt);
+        }
     }
 
     /// The session's devices (its callbacks' list).
