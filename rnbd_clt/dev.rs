@@ -346,7 +346,7 @@ impl Dev {
         let req = Request::new(OpenLater {
             dev: self.clone(),
             rsp: DataBuf::new(MsgOpenRsp::LEN)?,
-            work: Some(crate::work::OpenRspWork::new()?),
+            work: Some(crate::work::OpenRspWork::new(&self.sess.clt)?),
         })?;
         let permit = sess.wait_permit(ConType::Admin).ok_or(ENODEV)?;
         // A user until its answer is processed (`OpenLater::process`).
@@ -505,7 +505,11 @@ fn taken(m: &MapInner, path: &[u8], name: &[u8]) -> Result {
                 pathname: dp,
                 sessname: s.name.as_bytes(),
             }) {
-                pr_err!("Creating /sys/block symlink failed, err: -17\n");
+                pr_err!(
+                    "<{}@{}> Creating /sys/block symlink failed, err: -17\n",
+                    Lossy(path),
+                    Lossy(name)
+                );
                 return Err(EEXIST);
             }
         }
@@ -562,11 +566,6 @@ impl OpenLater {
     /// Its work item, once.
     pub(crate) fn take_work(&mut self) -> Option<Pin<KBox<crate::work::OpenRspWork>>> {
         self.work.take()
-    }
-
-    /// Its device.
-    pub(crate) fn dev(&self) -> &Arc<Dev> {
-        &self.dev
     }
 
     /// The answer, in process context.

@@ -56,7 +56,7 @@ pub(crate) struct Clt {
     pub(crate) exiting: AtomicBool,
     /// Where answers that came in softirq are processed, and sessions
     /// without devices are reaped.
-    pub(crate) wq: ffi::Wq,
+    pub(crate) wq: Arc<ffi::Wq>,
     /// Sessions not yet closed (module exit waits for them).
     live: AtomicU32,
     /// Reaps the sessions left without devices.
@@ -92,12 +92,15 @@ enum SlotState {
     /// A map is opening it; others wait on `Clt::opened`.
     Opening,
     Open(Arc<Sess>),
+    /// The reaper is closing it: a map of its name waits (the name is
+    /// the RTRS session's until its close returns).
+    Closing,
 }
 
 impl Clt {
     /// The client, with its block major.
     pub(crate) fn new(major: Major) -> Result<Arc<Self>> {
-        let wq = ffi::Wq::new()?;
+        let wq = Arc::new(ffi::Wq::new()?, GFP_KERNEL)?;
         Arc::pin_init(
             try_pin_init!(Clt {
                 major,
@@ -117,7 +120,7 @@ impl Clt {
     pub(crate) fn sessions(m: &MapInner) -> impl Iterator<Item = &Arc<Sess>> {
         m.slots.iter().filter_map(|s| match &s.state {
             SlotState::Open(x) => Some(x),
-            SlotState::Opening => None,
+            SlotState::Opening | SlotState::Closing => None,
         })
     }
 
@@ -145,7 +148,11 @@ impl Clt {
                     s.devs_alive.fetch_add(1, Ordering::Relaxed);
                     return Ok(s.clone());
                 }
-                Some(SlotState::Opening) => self.opened.wait(&mut m),
+                Some(SlotState::Opening | SlotState::Closing) => {
+                    if self.opened.wait_interruptible(&mut m) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
                 None => break,
             }
         }
@@ -187,29 +194,42 @@ impl Clt {
         r
     }
 
-    /// Drops the sessions left without devices (they close outside the
-    /// lock).
+    /// Closes the sessions left without devices: each is `Closing` while
+    /// it closes, outside the lock, then goes.
     fn reap_sessions(&self) {
         let mut dead = KVec::new();
         {
             let mut m = self.map.lock();
-            let mut i = 0;
-            while i < m.slots.len() {
-                let idle = match &m.slots[i].state {
+            for slot in m.slots.iter_mut() {
+                let idle = match &slot.state {
                     SlotState::Open(s) => s.devs_alive.load(Ordering::Acquire) == 0,
-                    SlotState::Opening => false,
+                    SlotState::Opening | SlotState::Closing => false,
                 };
                 if !idle || dead.reserve(1, GFP_KERNEL).is_err() {
-                    i += 1;
                     continue;
                 }
-                if let Some(slot) = ffi::vec_remove(&mut m.slots, i) {
+                if let SlotState::Open(s) = core::mem::replace(&mut slot.state, SlotState::Closing)
+                {
                     // (Reserved just above.)
-                    let _ = dead.push(slot, GFP_KERNEL);
+                    let _ = dead.push(s, GFP_KERNEL);
                 }
             }
         }
+        if dead.is_empty() {
+            return;
+        }
         drop(dead);
+        let mut m = self.map.lock();
+        let mut i = 0;
+        while i < m.slots.len() {
+            if matches!(m.slots[i].state, SlotState::Closing) {
+                drop(ffi::vec_remove(&mut m.slots, i));
+            } else {
+                i += 1;
+            }
+        }
+        drop(m);
+        self.opened.notify_all();
     }
 }
 
@@ -245,6 +265,9 @@ impl Clt {
         loop {
             self.wq.flush();
             if self.live.load(Ordering::Acquire) == 0 {
+                // A reaper queued by the last device's drop: no device,
+                // hence no more queueing, after this.
+                self.wq.flush();
                 break;
             }
             if waited % 300 == 299 {

@@ -9,12 +9,15 @@ use kernel::{
     error::{Error, Result},
     impl_has_work, new_work,
     prelude::*,
+    sync::Arc,
     workqueue::{Work, WorkItem},
 };
 
 use crate::dev::OpenLater;
 use crate::ffi::BoxSlot;
+use crate::ffi::Wq;
 use crate::rtrs_api::Request;
+use crate::sess::Clt;
 
 /// Where an OPEN_RSP that came on a reconnect is processed: on the
 /// module's queue (it takes the device's lock), as C does with its message
@@ -22,6 +25,8 @@ use crate::rtrs_api::Request;
 /// dropped, in the confirmation.
 #[pin_data]
 pub(crate) struct OpenRspWork {
+    /// The queue it goes to.
+    wq: Arc<Wq>,
     /// The request, with the answer, from its confirmation.
     req: BoxSlot<Request<OpenLater>>,
     /// Its errno.
@@ -52,9 +57,10 @@ impl WorkItem for OpenRspWork {
 
 impl OpenRspWork {
     /// A work item for one OPEN.
-    pub(crate) fn new() -> Result<Pin<KBox<Self>>> {
+    pub(crate) fn new(clt: &Arc<Clt>) -> Result<Pin<KBox<Self>>> {
         KBox::pin_init(
             pin_init!(OpenRspWork {
+                wq: clt.wq.clone(),
                 req: BoxSlot::new(),
                 result: AtomicI32::new(0),
                 work <- new_work!("rnbd_client_rs::open_rsp"),
@@ -79,8 +85,10 @@ pub(crate) fn open_rsp_later(mut req: KBox<Request<OpenLater>>, result: Result) 
         },
         Ordering::Relaxed,
     );
-    // (A reference for the call: the request moves into the item.)
-    let clt = req.c.dev().sess.clt.clone();
     w.req.put(req);
-    clt.wq.queue().enqueue(w);
+    // (A reference for the call, the item moving in. Never the last: the
+    // client holds the queue until after every session closed, and this
+    // runs before its session's close returns.)
+    let wq = w.wq.clone();
+    wq.queue().enqueue(w);
 }

@@ -237,9 +237,13 @@ free:
 	return ERR_PTR(err);
 }
 
-/* Drains map_device: no store runs once this returns. */
+/*
+ * map_device goes first, which waits for a store still running (it may link
+ * into devices/), then devices/ with its links, then the device.
+ */
 void rnbd_rs_ctl_destroy(struct rnbd_rs_ctl *ctl)
 {
+	device_remove_groups(ctl->dev, rnbd_rs_ctl_groups);
 	rnbd_rs_devices = NULL;
 	kobject_del(ctl->devices);
 	kobject_put(ctl->devices);
