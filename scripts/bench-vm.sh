@@ -17,7 +17,8 @@
 #            added path, up to 32 paths
 #   profile  (only when named) a cpu-clock profile over one path for each
 #            client: where the CPU goes per IO (perf record -a); the cells
-#            are PROF_CELLS, "rw bs qd" separated by commas
+#            are PROF_CELLS, "rw bs qd" separated by commas, each in the
+#            server modes PROF_INV (always_invalidate), ROUNDS times
 # BENCH=quick runs a small version of each (development only).
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib.sh"
@@ -368,54 +369,60 @@ sec_memory() {
 
 # perf samples every CPU at PROF_HZ while fio runs; the report keeps the
 # sample count per module and symbol, and fio's IO count, so that
-# scripts/bench-profile.py can give each symbol's CPU time per IO.
+# scripts/bench-profile.py can give each symbol's CPU time per IO. Each cell
+# runs in both server modes (always_invalidate Y and N: the policy column
+# says which), ROUNDS times, C and this module alternated.
 PROF_HZ=${PROF_HZ:-997}
 PROF_SECS=${PROF_SECS:-10}
-PROF_CELLS=${PROF_CELLS:-randwrite 4k 32,randread 4k 32}
+PROF_CELLS=${PROF_CELLS:-randread 4k 1,randwrite 4k 1,randread 64k 1,randread 4k 32,randwrite 4k 32,randread 64k 32}
+PROF_INV=${PROF_INV:-Y N}
 sec_profile() {
 	command -v perf > /dev/null || { log "profile: no perf"; return 1; }
-	server_load || return 1
-	local r cl dev rw bs qd id data cells cell
+	local r cl dev rw bs qd id data cells cell inv
 	IFS=, read -r -a cells <<< "$PROF_CELLS"
-	local rounds=$(( ROUNDS < 2 ? ROUNDS : 2 ))
-	for (( r = 1; r <= rounds; r++ )); do
-		for cl in $CLIENTS; do
-			client_load $cl || continue
-			dev=$(map_paths bp ram0 1)
-			if [ -b "$dev" ]; then
-				for cell in "${cells[@]}"; do
-					read -r rw bs qd <<< "$cell"
-					data=/tmp/prof.data
-					# perf's window lies inside fio's: fio starts first and
-					# runs one second longer.
-					# (fio_run runs in a subshell: count its id here too.)
-					id=$(printf 'profile-%05d' $(( RUN_ID + 1 )))
-					RUNTIME=$(( PROF_SECS + 1 )) RAMP=0 fio_run profile $cl $r 1 - "$dev" "$rw" "$bs" "$qd" 1 &
-					local fpid=$!
-					sleep 0.5
-					perf record -q -a -e cpu-clock -F "$PROF_HZ" -o $data -- sleep "$PROF_SECS" \
-						> /dev/null 2>&1
-					wait $fpid
-					RUN_ID=$(( RUN_ID + 1 ))
-					echo "hz $PROF_HZ secs $PROF_SECS" > "$OUT/raw/$id.perf"
-					{
-						echo "## dso"
-						perf report -i $data --stdio -n --sort dso
-						echo "## sym"
-						perf report -i $data --stdio -n --sort dso,sym --percent-limit 0.1 \
-							--kallsyms /proc/kallsyms
-						# The client modules' symbols, however small each is.
-						echo "## client"
-						perf report -i $data --stdio -n --sort dso,sym --kallsyms /proc/kallsyms \
-							--dsos '[rtrs_client],[rtrs_client_rs],[rtrs_core]'
-					} >> "$OUT/raw/$id.perf" 2> /dev/null
-					rm -f $data
-				done
-			fi
-			unmap_rnbd bp
-			client_unload $cl
+	for inv in $PROF_INV; do
+		server_unload
+		server_load always_invalidate="$inv" || return 1
+		for (( r = 1; r <= ROUNDS; r++ )); do
+			for cl in $CLIENTS; do
+				client_load $cl || continue
+				dev=$(map_paths bp ram0 1)
+				if [ -b "$dev" ]; then
+					for cell in "${cells[@]}"; do
+						read -r rw bs qd <<< "$cell"
+						data=/tmp/prof.data
+						# perf's window lies inside fio's: fio starts first and
+						# runs one second longer.
+						# (fio_run runs in a subshell: count its id here too.)
+						id=$(printf 'profile-%05d' $(( RUN_ID + 1 )))
+						RUNTIME=$(( PROF_SECS + 1 )) RAMP=0 fio_run profile $cl $r 1 "inv=$inv" "$dev" "$rw" "$bs" "$qd" 1 &
+						local fpid=$!
+						sleep 0.5
+						perf record -q -a -e cpu-clock -F "$PROF_HZ" -o $data -- sleep "$PROF_SECS" \
+							> /dev/null 2>&1
+						wait $fpid
+						RUN_ID=$(( RUN_ID + 1 ))
+						echo "hz $PROF_HZ secs $PROF_SECS" > "$OUT/raw/$id.perf"
+						{
+							echo "## dso"
+							perf report -i $data --stdio -n --sort dso
+							echo "## sym"
+							perf report -i $data --stdio -n --sort dso,sym --percent-limit 0.1 \
+								--kallsyms /proc/kallsyms
+							# The client modules' symbols, however small each is.
+							echo "## client"
+							perf report -i $data --stdio -n --sort dso,sym --kallsyms /proc/kallsyms \
+								--dsos '[rtrs_client],[rtrs_client_rs],[rtrs_core]'
+						} >> "$OUT/raw/$id.perf" 2> /dev/null
+						rm -f $data
+					done
+				fi
+				unmap_rnbd bp
+				client_unload $cl
+			done
 		done
 	done
+	server_unload
 }
 
 log "start: sections '$SECTIONS', rounds $ROUNDS, runtime $RUNTIME s, $NCPU CPUs, kernel $(uname -r)"
