@@ -100,6 +100,21 @@ impl Dev {
         pr_err!("{}{}", Prefix(self), a);
     }
 
+    /// A log line of `rl`'s call site, if it is not held back (C's
+    /// `rnbd_clt_err_rl` and `_info_rl`).
+    pub(crate) fn log_rl(&self, rl: &ffi::RateLimit, err: bool, a: fmt::Arguments<'_>) {
+        if let Some(held) = rl.check() {
+            if held > 0 {
+                kernel::pr_warn!("{} messages suppressed\n", held);
+            }
+            if err {
+                self.log_err(a);
+            } else {
+                self.log_info(a);
+            }
+        }
+    }
+
     /// The link is down: a mapped device stops taking IO.
     pub(crate) fn disconnected(&self) {
         self.log_err(format_args!("Device disconnected.\n"));
@@ -611,7 +626,7 @@ impl ffi::QueueOps for Dev {
     }
 
     fn complete(&self, rq: ffi::Rq<'_, Self>) {
-        crate::io::complete(rq)
+        crate::io::complete(self, rq)
     }
 
     fn poll(&self, i: u32) -> i32 {

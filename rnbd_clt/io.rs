@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicI32, Ordering};
 use kernel::error::Result;
 
 use crate::dev::Dev;
-use crate::ffi::{InFlight, Rq, SgTable, Status};
+use crate::ffi::{InFlight, RateLimit, Rq, SgTable, Status};
 use crate::rnbd_core::proto::{rnbd_rw, MsgIo};
 use crate::rtrs_api::{Completion, ConType, Data, Dir, Permit, SgList};
 
@@ -79,7 +79,15 @@ pub(crate) fn queue_rq(dev: &Dev, mut rq: Rq<'_, Dev>) -> Status {
     let (cnt, len) = if op.has_segments() {
         match rq.map_data(|p| &mut p.c.sg) {
             Ok(n) => (n, bytes as usize),
-            Err(_) => return Status::resource(),
+            Err(e) => {
+                static RL: RateLimit = RateLimit::new();
+                dev.log_rl(
+                    &RL,
+                    true,
+                    format_args!("sg_alloc_table_chained ret={}\n", e.to_errno()),
+                );
+                return Status::resource();
+            }
         }
     } else {
         (0, 0)
@@ -101,6 +109,12 @@ pub(crate) fn queue_rq(dev: &Dev, mut rq: Rq<'_, Dev>) -> Status {
     match dev.sess.rtrs.request(dir, permit, &[&msg], inflight) {
         Ok(()) => Status::ok(),
         Err(mut e) => {
+            static RL: RateLimit = RateLimit::new();
+            dev.log_rl(
+                &RL,
+                true,
+                format_args!("RTRS failed to transfer IO, err: {}\n", e.error.to_errno()),
+            );
             e.req.pdu().c.sg.free();
             let busy = e.error.to_errno() == -(kernel::bindings::EAGAIN as i32)
                 || e.error.to_errno() == -(kernel::bindings::ENOMEM as i32);
@@ -114,10 +128,20 @@ pub(crate) fn queue_rq(dev: &Dev, mut rq: Rq<'_, Dev>) -> Status {
 }
 
 /// `complete`: after the confirmation, on the submitting CPU.
-pub(crate) fn complete(mut rq: Rq<'_, Dev>) {
+pub(crate) fn complete(dev: &Dev, mut rq: Rq<'_, Dev>) {
     let d = &mut rq.pdu().c;
     d.sg.free();
     let errno = d.errno.load(Ordering::Relaxed);
+    if errno != 0 {
+        static RL: RateLimit = RateLimit::new();
+        // (C's word: the RTRS direction, so a flush is a "read".)
+        let dir = if rq.is_write() { "write" } else { "read" };
+        dev.log_rl(
+            &RL,
+            false,
+            format_args!("{} I/O failed with err: {}\n", dir, errno),
+        );
+    }
     rq.end(if errno == 0 {
         Status::ok()
     } else {

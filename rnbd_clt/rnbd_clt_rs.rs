@@ -32,6 +32,13 @@ mod rnbd_core {
     pub mod proto;
 }
 
+// rtrs_core's rate limiting, for the log lines of IO and completions.
+#[path = "../rtrs_core/src"]
+#[allow(unreachable_pub)]
+mod rtrs_core {
+    pub mod ratelimit;
+}
+
 // A library: this module uses a part of it.
 #[path = "../rtrs_api/rtrs_api.rs"]
 #[allow(dead_code, unreachable_pub)]
