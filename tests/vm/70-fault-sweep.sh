@@ -496,9 +496,12 @@ sweep() {
 		# A run may allocate a few times more than the census did (a ring
 		# filled further, a work item's timing); a path it never saw is a
 		# census that missed allocations.
+		# (Load's census paths are the addresses of a module instance that
+		# is gone by then, so no printed path matches them: its "seen"
+		# column reads 0, and this check cannot tell a known path there.)
 		if [ "$FIRED_1" = 1 ]; then
 			sig=$(fi_hits "$m" "$tag" | head -1)
-			if [ -n "$sig" ] && [ -z "${known[$sig]:-}" ] && [ "$sig" != - ]; then
+			if [ "$op" != load ] && [ -n "$sig" ] && [ -z "${known[$sig]:-}" ] && [ "$sig" != - ]; then
 				BAD[$key]+="allocation $(( FI_TOTAL + 1 )) failed on a path the census did not see ($sig); "
 			else
 				mark "$CL $op $mode: allocation $(( FI_TOTAL + 1 )) failed too, on a known path (${sig:-no stack})"
