@@ -1,0 +1,71 @@
+#!/bin/bash
+# rnbd-client-rs (rnbd_clt/, work in progress) over this module, against the
+# unmodified rnbd-server: the ctl files, a map with its sysfs files and its
+# devices/ link, verified fio at 4k and 64k, the disk's size, a repeated map
+# (EEXIST) and bad options (EINVAL); the link events: the path's disconnect
+# makes the device "closed", its reconnect remaps it "open" and IO verifies
+# again; a normal unmap that closes the session on both sides; a force unmap
+# under IO; and the module's unload.
+. "$(dirname "$0")/../lib.sh"
+RNBD_RS_KO=$RTRS_REPO/rnbd_clt/rnbd-client-rs.ko
+PLAN=23
+skip_all_unless_api $PLAN
+# Written 2026-12-04, not yet run in a VM: opt-in until its first green run.
+[ "${RUST_CONSUMER_TESTS:-0}" = 1 ] || skip_all $PLAN "not yet run in a VM (RUST_CONSUMER_TESTS=1 runs it)"
+[ -f "$RNBD_RS_KO" ] || skip_all $PLAN "rnbd_clt is not built (make test-tools)"
+tap_plan $PLAN
+CTL=/sys/class/rnbd-client/ctl
+SRV=/sys/class/rtrs-server
+S=rs1
+
+tap_check "server side loads" start_server 65536
+tap_check "rtrs-client-rs and rnbd-client-rs load" \
+	sh -c "modprobe rtrs_core && insmod '$RS_KO' && insmod '$RNBD_RS_KO'"
+# C's usage text, byte for byte.
+want=$(printf '%s\n\n%s' 'Usage: echo "[dest_port=server port number] sessname=<name of the rtrs session> path=<[srcaddr@]dstaddr> [path=<[srcaddr@]dstaddr>] device_path=<full path on remote side> [access_mode=<ro|rw|migration>] [nr_poll_queues=<number of queues>]" > map_device' 'addr ::= [ ip:<ipv4> | ip:<ipv6> | gid:<gid> ]')
+tap_check "ctl/map_device shows C's usage" test "$(cat $CTL/map_device)" = "$want"
+
+echo "sessname=$S path=ip:$SRV_ADDR device_path=/dev/ram0" > $CTL/map_device 2> /tmp/rs-map.err
+dev=$(rnbd_dev_of $S)
+if [ -b "$dev" ]; then tap_ok "mapped $dev"; else tap_not_ok "map"; diag "$(cat /tmp/rs-map.err; dmesg | tail -n 20)"; fi
+b=/sys/block/${dev#/dev/}
+tap_check "rnbd/ files: state open, session, mapping_path, access_mode, nr_poll_queues" \
+	test "$(cat $b/rnbd/state) $(cat $b/rnbd/session) $(cat $b/rnbd/mapping_path) $(cat $b/rnbd/access_mode) $(cat $b/rnbd/nr_poll_queues)" = "open $S /dev/ram0 rw 0"
+tap_check "rnbd/unmap_device shows its usage" test "$(cat $b/rnbd/unmap_device)" = "Usage: echo <normal|force> > unmap_device"
+tap_check "ctl/devices/!dev!ram0@$S links to the disk" test -e "$CTL/devices/!dev!ram0@$S/rnbd"
+tap_check "the server shows the session" test -d "$SRV/$S"
+tap_check "the disk's size is the server's ram disk (64 MiB)" test "$(blockdev --getsize64 "$dev" 2>/dev/null)" = 67108864
+for bs in 4k 64k; do
+	tap_check "fio verify $bs" fio_verify "$dev" $bs 4M --iodepth=8
+done
+tap_check "the same device again: EEXIST" \
+	sh -c "! echo 'sessname=$S path=ip:$SRV_ADDR device_path=/dev/ram0' > $CTL/map_device 2> /tmp/rs-e && grep -q 'File exists' /tmp/rs-e"
+tap_check "an unknown option: EINVAL" \
+	sh -c "! echo 'sessname=$S bogus=1 device_path=/dev/ram0' > $CTL/map_device 2> /tmp/rs-e && grep -q 'Invalid argument' /tmp/rs-e"
+p=$(ls -d /sys/class/rtrs-client/$S/paths/* | head -n 1)
+st() { [ "$(cat "$b/rnbd/state" 2>/dev/null)" = "$1" ]; }
+# path_then <file> <secs> <state>: writes 1 to the path's file, then waits
+# for the device's state.
+path_then() { echo 1 > "$p/$1" && wait_for "$2" st "$3"; }
+tap_check "the path's disconnect: the device reads closed" path_then disconnect 30 closed
+tap_check "the path's reconnect: the device is remapped, open" path_then reconnect 60 open
+tap_check "fio verify 4k after the remap" fio_verify "$dev" 4k 2M --iodepth=8
+tap_check "unmap_device normal" sh -c "echo normal > $b/rnbd/unmap_device"
+tap_check "the disk and the session are gone on both sides" \
+	wait_for 60 sh -c "[ ! -e $b ] && [ ! -e $SRV/$S ] && [ ! -e '$CTL/devices/!dev!ram0@$S' ]"
+# Force unmap under IO: fio may see errors, nothing may hang or splat.
+echo "sessname=$S path=ip:$SRV_ADDR device_path=/dev/ram0" > $CTL/map_device
+dev=$(rnbd_dev_of $S); b=/sys/block/${dev#/dev/}
+tap_check "mapped again ($dev)" test -b "$dev"
+timeout -k 5 120 fio --name=f --filename="$dev" --direct=1 --ioengine=libaio --rw=randwrite \
+	--bs=4k --iodepth=16 --size=16M --time_based --runtime=60 > /dev/null 2>&1 &
+fpid=$!
+_sleep 5
+tap_check "force unmap under IO" sh -c "echo force > $b/rnbd/unmap_device"
+wait $fpid
+tap_check "after it: fio ended, the disk and the session are gone" \
+	wait_for 60 sh -c "[ ! -e $b ] && [ ! -e $SRV/$S ]"
+tap_check "rnbd-client-rs unloads" unload_modules rnbd_client_rs rtrs_client_rs
+stop_server
+tap_check "nothing left loaded" test -z "$(rtrs_modules_loaded)"
+tap_done
