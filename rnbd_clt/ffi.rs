@@ -933,41 +933,19 @@ pub(crate) fn errno(e: u32) -> Error {
 }
 
 /// The `ratelimit_state` of one log call site (C's `_rl` log lines: at
-/// most 10 per 5 s), decided by rtrs_core's `ratelimit`; one atomic, so any
-/// context.
-pub(crate) struct RateLimit(core::sync::atomic::AtomicU64);
+/// most 10 per 5 s), rtrs_core's; any context.
+pub(crate) struct RateLimit(crate::rtrs_core::ratelimit::AtomicRateLimit);
 
 impl RateLimit {
     pub(crate) const fn new() -> Self {
-        RateLimit(core::sync::atomic::AtomicU64::new(0))
+        RateLimit(crate::rtrs_core::ratelimit::AtomicRateLimit::new())
     }
 
     /// Whether to print now: `Some(lines held back before)`, or `None`.
     pub(crate) fn check(&self) -> Option<u16> {
-        use crate::rtrs_core::ratelimit::{
-            ratelimit, RateLimitState, RateLimitVerdict, RATELIMIT_BURST, RATELIMIT_INTERVAL_MS,
-        };
         // SAFETY: A plain clock read, any context.
         let now_ms = (unsafe { bindings::ktime_get() } / 1_000_000) as u32;
-        let mut verdict = RateLimitVerdict::Suppress;
-        let _ = self.0.fetch_update(
-            core::sync::atomic::Ordering::Relaxed,
-            core::sync::atomic::Ordering::Relaxed,
-            |v| {
-                let (st, d) = ratelimit(
-                    RateLimitState(v),
-                    now_ms,
-                    RATELIMIT_INTERVAL_MS,
-                    RATELIMIT_BURST,
-                );
-                verdict = d;
-                Some(st.0)
-            },
-        );
-        match verdict {
-            RateLimitVerdict::Print { suppressed } => Some(suppressed),
-            RateLimitVerdict::Suppress => None,
-        }
+        self.0.check(now_ms)
     }
 }
 

@@ -6,42 +6,22 @@
 //! rtrs_core's `ratelimit`; the state is one atomic per call site, so the
 //! macros may be used in any context.
 
-use core::sync::atomic::{AtomicU64, Ordering};
-
-use crate::rtrs_core::ratelimit::{
-    ratelimit, RateLimitState, RateLimitVerdict, RATELIMIT_BURST, RATELIMIT_INTERVAL_MS,
-};
+use crate::rtrs_core::ratelimit::AtomicRateLimit;
 
 /// The `ratelimit_state` of one call site.
-pub(crate) struct RateLimit(AtomicU64);
+pub(crate) struct RateLimit(AtomicRateLimit);
 
 impl RateLimit {
     pub(crate) const fn new() -> Self {
-        Self(AtomicU64::new(0))
+        Self(AtomicRateLimit::new())
     }
 
     /// Whether to print a line now: `Some(n)` with the lines held back
     /// before it, `None` to hold it back.
     pub(crate) fn check(&self) -> Option<u16> {
         // A wrapping millisecond clock is all the window needs.
-        let now_ms = (crate::ffi::misc::ktime_get_ns() / 1_000_000) as u32;
-        let mut verdict = RateLimitVerdict::Suppress;
-        let _ = self
-            .0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                let (st, d) = ratelimit(
-                    RateLimitState(v),
-                    now_ms,
-                    RATELIMIT_INTERVAL_MS,
-                    RATELIMIT_BURST,
-                );
-                verdict = d;
-                Some(st.0)
-            });
-        match verdict {
-            RateLimitVerdict::Print { suppressed } => Some(suppressed),
-            RateLimitVerdict::Suppress => None,
-        }
+        self.0
+            .check((crate::ffi::misc::ktime_get_ns() / 1_000_000) as u32)
     }
 }
 

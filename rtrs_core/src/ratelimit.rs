@@ -81,6 +81,39 @@ pub fn ratelimit(
     }
 }
 
+/// One call site's state in an atomic, for any context: [`ratelimit`] in
+/// a compare-and-swap loop with the defaults of `pr_err_ratelimited`.
+#[derive(Debug, Default)]
+pub struct AtomicRateLimit(core::sync::atomic::AtomicU64);
+
+impl AtomicRateLimit {
+    /// The state before the first line.
+    pub const fn new() -> Self {
+        Self(core::sync::atomic::AtomicU64::new(0))
+    }
+
+    /// A line at `now_ms`: `Some(lines held back before it)` to print it,
+    /// `None` to hold it back.
+    pub fn check(&self, now_ms: u32) -> Option<u16> {
+        use core::sync::atomic::Ordering::Relaxed;
+        let mut verdict = RateLimitVerdict::Suppress;
+        let _ = self.0.fetch_update(Relaxed, Relaxed, |v| {
+            let (st, d) = ratelimit(
+                RateLimitState(v),
+                now_ms,
+                RATELIMIT_INTERVAL_MS,
+                RATELIMIT_BURST,
+            );
+            verdict = d;
+            Some(st.0)
+        });
+        match verdict {
+            RateLimitVerdict::Print { suppressed } => Some(suppressed),
+            RateLimitVerdict::Suppress => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +166,14 @@ mod tests {
             assert_eq!(run(&mut st, 7), Suppress);
         }
         assert_eq!(run(&mut st, 5007), Print { suppressed: 0x7fff });
+    }
+
+    #[test]
+    fn the_atomic_form_decides_as_the_function() {
+        let rl = AtomicRateLimit::new();
+        let printed = (0..15).filter(|_| rl.check(7).is_some()).count();
+        assert_eq!(printed, usize::from(RATELIMIT_BURST));
+        assert_eq!(rl.check(7 + RATELIMIT_INTERVAL_MS), Some(5));
     }
 
     #[test]
