@@ -381,10 +381,12 @@ impl<Q: QueueOps> Vtable<Q> {
 }
 
 /// How a tag set's hardware queues split: `default` queues (reads and
-/// writes share them), then `poll` ones. The tag set's driver data.
+/// writes share them), then `poll` ones; and the session's name, for the
+/// log line. The tag set's driver data.
 struct QueueSplit {
     default: u32,
     poll: u32,
+    sessname: CString,
 }
 
 /// # Safety
@@ -414,6 +416,23 @@ unsafe extern "C" fn map_queues_tramp(set: *mut bindings::blk_mq_tag_set) {
             if nr > 0 {
                 bindings::blk_mq_map_queues(m);
             }
+        }
+        // C's line (its maps are always default and read, then poll).
+        if split.poll > 0 {
+            kernel::pr_info!(
+                "[session={}] mapped {}/{}/{} default/read/poll queues.\n",
+                &*split.sessname,
+                split.default,
+                split.default,
+                split.poll
+            );
+        } else {
+            kernel::pr_info!(
+                "[session={}] mapped {}/{} default/read queues.\n",
+                &*split.sessname,
+                split.default,
+                split.default
+            );
         }
     }
 }
@@ -522,13 +541,20 @@ unsafe impl<Q: QueueOps> Sync for TagSet<Q> {}
 
 impl<Q: QueueOps> TagSet<Q> {
     /// `queue_depth` tags on `default` hardware queues and `poll` polled
-    /// ones.
-    pub(crate) fn new(default: u32, poll: u32, queue_depth: u32) -> Result<Self> {
+    /// ones, for session `sessname`.
+    pub(crate) fn new(default: u32, poll: u32, queue_depth: u32, sessname: &CStr) -> Result<Self> {
         // The PDU follows the request at its 8-byte alignment.
         if core::mem::align_of::<Q::Pdu>() > 8 {
             return Err(kernel::error::code::EINVAL);
         }
-        let split = KBox::new(QueueSplit { default, poll }, GFP_KERNEL)?;
+        let split = KBox::new(
+            QueueSplit {
+                default,
+                poll,
+                sessname: CString::try_from(sessname)?,
+            },
+            GFP_KERNEL,
+        )?;
         let set = KBox::new(Opaque::<bindings::blk_mq_tag_set>::uninit(), GFP_KERNEL)?;
         let p = set.get();
         // SAFETY: `p` is the box's, not yet shared; all-zero is the tag
@@ -541,11 +567,11 @@ impl<Q: QueueOps> TagSet<Q> {
             (*p).cmd_size = core::mem::size_of::<Q::Pdu>() as u32;
             (*p).numa_node = bindings::NUMA_NO_NODE;
             (*p).flags = bindings::BLK_MQ_F_SHOULD_MERGE | bindings::BLK_MQ_F_TAG_QUEUE_SHARED;
-            // With poll queues: default, read (sharing default), poll.
+            // Default and read (sharing default), then poll if any: C's.
             (*p).nr_maps = if poll > 0 {
                 bindings::hctx_type_HCTX_MAX_TYPES
             } else {
-                1
+                2
             };
             (*p).driver_data = (&*split as *const QueueSplit).cast_mut().cast();
         }

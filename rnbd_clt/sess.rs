@@ -383,7 +383,7 @@ impl Sess {
         let rtrs = Session::open(&params, ev)?;
         let a = rtrs.query()?;
         let (online, _) = ffi::cpus();
-        let tag_set = TagSet::new(online, o.nr_poll_queues, a.queue_depth)?;
+        let tag_set = TagSet::new(online, o.nr_poll_queues, a.queue_depth, &cname)?;
         let mut rsp = [0u8; MsgSessInfo::LEN];
         rtrs.request_wait(
             Dir::Read,
