@@ -449,3 +449,24 @@ mp_path_reconnect() {
 	done
 	return 0
 }
+
+# mp_path_field <sess> <n> <file> <i>: MP_FIELD = field i (from 1) of the
+# first line of path n's sysfs <file> (stats/rdma, stats/reconnects, ...),
+# 0 if it cannot be read. Builtins only: no process, no subshell.
+mp_path_field() {
+	local v=()
+	_mp_dir "$1" "$2"
+	{ read -r -a v < "$_MP_DIR/$3"; } 2>/dev/null
+	# shellcheck disable=SC2034 # read by the caller
+	MP_FIELD=${v[$(( $4 - 1 ))]:-0}
+}
+
+# mp_srv_path_listed <sess> <n>: the in-tree server lists path n of <sess>
+# under /sys/class/rtrs-server/<sess>/paths/ (a directory named with the
+# client's address of path n, at either end of its "src@dst" name).
+# Builtins only.
+mp_srv_path_listed() {
+	local d=/sys/class/rtrs-server/$1/paths a=ip:10.10.$2.1 f
+	for f in "$d/$a@"* "$d/"*"@$a"; do [ -e "$f" ] && return 0; done
+	return 1
+}
