@@ -434,12 +434,99 @@ def main():
                 ("%s / %s / %s" % (per["sunreclaim"], per["vmalloc"], per["percpu"])) if per else "-", n_last))
         md.append("")
 
+    rnbd_rs_section(src, runs, meta, res, md)
+
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     write_svg(os.path.join(out, "bench.svg"), rows, meta)
     print("\n".join(md))
+
+
+# The stacks of the rnbd-rs section (client column of runs.tsv).
+RRS_STACKS = (("c", "C/C"), ("rs", "C/RS"), ("rsrs", "RS/RS"))
+
+
+def rnbd_rs_section(src, runs, meta, res, md):
+    """BENCH_SECTIONS=rnbd-rs: rnbd-client-rs on this module (RS/RS) against
+    C's rnbd-client on this module (C/RS) and on C's rtrs-client (C/C), one
+    path: IOPS and CPU per IO at full speed (section rnbdrs), CPU per IO at
+    a fixed rate (rnbdrscpu)."""
+    full = collect(src, runs, "rnbdrs")
+    fixed = collect(src, runs, "rnbdrscpu")
+    if not full and not fixed:
+        return
+
+    def summ(cells, k):
+        return {cl: summarize(cells[k].get(cl, {}).get("ok", [])) for cl, _ in RRS_STACKS}
+
+    def fails(cells, k):
+        return {cl: cells[k].get(cl, {}).get("fail", []) for cl, _ in RRS_STACKS}
+
+    def iops(s, fl):
+        if not s.get("rounds"):
+            return ("failed: " + fl[0]) if fl else "-"
+        t = "%s (%s-%s)" % (fmt(s["iops"]), fmt(s["iops_min"]), fmt(s["iops_max"]))
+        if fl:
+            t += ", %d failed: %s" % (len(fl), fl[0])
+        return t
+
+    def cpu_ratio(a, b):
+        if a.get("cpu_us_per_io") and b.get("cpu_us_per_io"):
+            return a["cpu_us_per_io"] / b["cpu_us_per_io"]
+        return None
+
+    md.append("## The Rust stack: rnbd-client-rs on this module, against C's rnbd-client")
+    md.append("")
+    md.append("One path, one job, the three stacks alternated round by round in this boot. "
+              "C/C: C's rnbd-client on C's rtrs-client; C/RS: C's rnbd-client on this module; "
+              "RS/RS: rnbd-client-rs on this module. IOPS: median of the rounds (min-max). "
+              "CPU: system+irq+softirq of the guest per IO (fio and the server included), "
+              "median of the rounds. Ratios: RS/RS over the other stack, IOPS with the verdict "
+              "as above.")
+    md.append("")
+    md.append("| rw | bs | QD | C/C IOPS | C/RS IOPS | RS/RS IOPS | RS/RS over C/C | RS/RS over C/RS "
+              "| C/C us/IO | C/RS us/IO | RS/RS us/IO |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for k in sorted(full, key=lambda k: (k[2], k[3], k[4], k[5])):
+        s, fl = summ(full, k), fails(full, k)
+        r_cc, v_cc = verdict(s["c"], s["rsrs"])
+        r_crs, v_crs = verdict(s["rs"], s["rsrs"])
+        rows.append({"rw": k[2], "bs": k[3], "qd": k[4], "jobs": k[5],
+                     "c": s["c"], "rs": s["rs"], "rsrs": s["rsrs"],
+                     "ratio_over_c": r_cc, "verdict_over_c": v_cc,
+                     "ratio_over_rs": r_crs, "verdict_over_rs": v_crs,
+                     "failures": fl})
+        md.append("| %s | %s | %d | %s | %s | %s | %s (%s) | %s (%s) | %s | %s | %s |" % (
+            k[2], k[3], k[4], iops(s["c"], fl["c"]), iops(s["rs"], fl["rs"]), iops(s["rsrs"], fl["rsrs"]),
+            fmt(r_cc, 2), v_cc, fmt(r_crs, 2), v_crs,
+            fmt(s["c"].get("cpu_us_per_io"), 1), fmt(s["rs"].get("cpu_us_per_io"), 1),
+            fmt(s["rsrs"].get("cpu_us_per_io"), 1)))
+    md.append("")
+    res["rnbd_rs"] = rows
+
+    cpu_rows = []
+    if fixed:
+        md.append("CPU per IO at a fixed rate (%s IOPS), 4k QD 32:" % meta.get("rnbdrs_rate", "?"))
+        md.append("")
+        md.append("| rw | C/C us/IO (IOPS) | C/RS us/IO (IOPS) | RS/RS us/IO (IOPS) | RS/RS over C/C | RS/RS over C/RS |")
+        md.append("|---|---|---|---|---|---|")
+        for k in sorted(fixed, key=lambda k: (k[2], k[3], k[4])):
+            s, fl = summ(fixed, k), fails(fixed, k)
+            cpu_rows.append({"rw": k[2], "bs": k[3], "qd": k[4], "c": s["c"], "rs": s["rs"],
+                             "rsrs": s["rsrs"], "failures": fl})
+
+            def cell(cl):
+                if not s[cl].get("rounds"):
+                    return ("failed: " + fl[cl][0]) if fl[cl] else "-"
+                return "%s (%s)" % (fmt(s[cl].get("cpu_us_per_io"), 1), fmt(s[cl].get("iops")))
+            md.append("| %s %s QD%d | %s | %s | %s | %s | %s |" % (
+                k[2], k[3], k[4], cell("c"), cell("rs"), cell("rsrs"),
+                fmt(cpu_ratio(s["rsrs"], s["c"]), 2), fmt(cpu_ratio(s["rsrs"], s["rs"]), 2)))
+        md.append("")
+    res["rnbd_rs_cpu"] = cpu_rows
 
 
 def write_svg(path, rows, meta):

@@ -19,6 +19,11 @@
 #            client: where the CPU goes per IO (perf record -a); the cells
 #            are PROF_CELLS, "rw bs qd" separated by commas, each in the
 #            server modes PROF_INV (always_invalidate), ROUNDS times
+#   rnbd-rs  (only when named) the Rust stack, rnbd-client-rs on this module
+#            (RNBD_RS_KO), against C's rnbd-client on this module and on C's
+#            rtrs-client: 4k randread/randwrite at QD 1 and 32 over one path,
+#            then CPU per IO at a fixed rate (4k QD 32), the three stacks
+#            alternated round by round (client c, rs and rsrs in runs.tsv)
 # BENCH=quick runs a small version of each (development only).
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib.sh"
@@ -425,6 +430,76 @@ sec_profile() {
 	server_unload
 }
 
+# --- rnbd-rs: the Rust stack against both C ones ---------------------------------
+# rnbd-client-rs built for this kernel (scripts/bench.sh builds it when the
+# section is named; empty: not built).
+RNBD_RS_KO=${RNBD_RS_KO-$RTRS_REPO/rnbd_clt/rnbd-client-rs.ko}
+# The stacks: c (C's rnbd-client on C's rtrs-client), rs (C's rnbd-client on
+# this module), rsrs (rnbd-client-rs on this module).
+RRS_STACKS="c rs rsrs"
+rrs_load() {
+	if [ "$1" = rsrs ]; then modprobe rtrs_core && load_rs && insmod "$RNBD_RS_KO"; else client_load "$1"; fi
+}
+rrs_unload() {
+	if [ "$1" = rsrs ]; then unload_modules rnbd_client_rs rtrs_client_rs; else client_unload "$1"; fi
+}
+# The cells: "rw bs qd", one job.
+rrs_cells() { printf '%s\n' "randread 4k 1" "randwrite 4k 1" "randread 4k 32" "randwrite 4k 32"; }
+# rrs_rate: RRS_RATE, the fixed rate of the section's CPU runs: CPU_RATE if
+# given, else half of C's 4k randread QD 32 over one path in this boot (the
+# matrix's or this section's own, which runs C first), else 500.
+RRS_RATE=
+rrs_rate() {
+	[ -n "$RRS_RATE" ] && return 0
+	local id i=0
+	if [ -n "$CPU_RATE" ]; then
+		RRS_RATE=$CPU_RATE
+	else
+		id=$(awk -F'\t' '($2=="matrix" || $2=="rnbdrs") && $3=="c" && $5==1 && $7=="randread" && $8=="4k" && $9==32 && $10==1 && $11==0 {print $1; exit}' "$RUNS")
+		[ -n "$id" ] && i=$(iops_of "$id")
+		RRS_RATE=$(( i / 2 ))
+		[ "$RRS_RATE" -ge 100 ] || RRS_RATE=500
+	fi
+	log "rnbd-rs: fixed rate for CPU per IO: $RRS_RATE IOPS"
+	echo "rnbdrs_rate $RRS_RATE" >> "$OUT/meta.txt"
+}
+sec_rnbd_rs() {
+	if [ -z "$RNBD_RS_KO" ] || [ ! -f "$RNBD_RS_KO" ]; then
+		log "rnbd-rs: rnbd-client-rs is not built ('$RNBD_RS_KO')"
+		return 1
+	fi
+	{
+		echo "rnbd_rs_ko $RNBD_RS_KO"
+		echo "rnbd_rs_version $(modinfo -F version "$RNBD_RS_KO" 2>/dev/null) $(modinfo -F srcversion "$RNBD_RS_KO" 2>/dev/null)"
+	} >> "$OUT/meta.txt"
+	server_load || return 1
+	local r cl dev1 rw bs qd
+	for (( r = 1; r <= ROUNDS; r++ )); do
+		for cl in $RRS_STACKS; do
+			log "rnbd-rs: round $r, stack $cl"
+			if ! rrs_load $cl; then
+				log "rnbd-rs: $cl does not load"
+				rrs_unload $cl
+				continue
+			fi
+			dev1=$(map_paths br ram0 1)
+			if [ -b "$dev1" ]; then
+				while read -r rw bs qd; do
+					fio_run rnbdrs $cl $r 1 - "$dev1" "$rw" "$bs" "$qd" 1
+				done < <(rrs_cells)
+				rrs_rate
+				for rw in randread randwrite; do
+					fio_run rnbdrscpu $cl $r 1 - "$dev1" "$rw" 4k 32 1 --rate_iops="$RRS_RATE"
+				done
+			else
+				log "rnbd-rs: $cl: map failed ($dev1): $(dmesg | tail -n 5 | tr '\n' ' ')"
+			fi
+			unmap_rnbd br
+			rrs_unload $cl
+		done
+	done
+}
+
 log "start: sections '$SECTIONS', rounds $ROUNDS, runtime $RUNTIME s, $NCPU CPUs, kernel $(uname -r)"
 {
 	echo "kernel $(uname -r)"; echo "cpus $NCPU"; echo "mem_kb $(awk '/MemTotal/ {print $2}' /proc/meminfo)"
@@ -434,8 +509,9 @@ log "start: sections '$SECTIONS', rounds $ROUNDS, runtime $RUNTIME s, $NCPU CPUs
 } > "$OUT/meta.txt"
 for s in $SECTIONS; do
 	log "section $s"
-	"sec_$s" || log "section $s failed"
-	for m in rnbd_client rtrs_client rtrs_client_rs; do
+	# (rnbd-rs runs as sec_rnbd_rs.)
+	"sec_${s//-/_}" || log "section $s failed"
+	for m in rnbd_client rnbd_client_rs rtrs_client rtrs_client_rs; do
 		module_loaded $m && log "section $s left $m loaded"
 	done
 done

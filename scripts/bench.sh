@@ -7,6 +7,8 @@
 #   BENCH=quick scripts/bench.sh          a short version, for development
 #   BENCH_SECTIONS="matrix cpu" ...       only some sections (see bench-vm.sh)
 #   BENCH_SECTIONS=profile ...            where the CPU goes per IO (perf), into profile.md
+#   BENCH_SECTIONS=rnbd-rs ...            the Rust stack (rnbd-client-rs on this module) against
+#                                         C's rnbd-client on this module and on C's rtrs-client
 #   BENCH_DIR=<dir>                       where the results go (default bench-out/<date>)
 #
 # The module is built for the perf kernel in a copy of the checkout under
@@ -22,6 +24,17 @@ rm -rf "$BUILD"; mkdir -p "$BUILD"
 git ls-files -z | xargs -0 cp --parents -t "$BUILD"
 scripts/source-version.sh . > "$BUILD/.source-version"
 make -s -C "$BUILD" KDIR="$KDIR" modules
+# rnbd-client-rs for the same kernel, when its section is named (empty: the
+# section says it is not built).
+RNBD_RS_KO=
+case " ${BENCH_SECTIONS:-} " in
+*" rnbd-rs "* | *" rnbd_rs "*)
+	if make -s -C "$BUILD/rnbd_clt" KDIR="$KDIR" modules; then
+		RNBD_RS_KO=$BUILD/rnbd_clt/rnbd-client-rs.ko
+	else
+		echo "bench: rnbd_clt does not build; the rnbd-rs section is skipped" >&2
+	fi ;;
+esac
 OUTDIR=${BENCH_DIR:-$REPO/bench-out/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUTDIR"
 echo "bench: results in $OUTDIR"
@@ -37,7 +50,7 @@ done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
 	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
-	 RS_KO=$BUILD/rtrs-client-rs.ko BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
+	 RS_KO=$BUILD/rtrs-client-rs.ko RNBD_RS_KO='$RNBD_RS_KO' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
 {
 	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
 	echo "date $(date -u +%Y-%m-%d)"
