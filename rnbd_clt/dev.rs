@@ -363,7 +363,10 @@ impl Dev {
             rsp: DataBuf::new(MsgOpenRsp::LEN)?,
             work: Some(crate::work::OpenRspWork::new(&self.sess.clt)?),
         })?;
-        let permit = sess.wait_permit(ConType::Admin).ok_or(ENODEV)?;
+        // Not waiting, as C's RTRS_PERMIT_NOWAIT: this runs in the link
+        // event, which must not block (C's remap_devs); none free is C's
+        // -ENOMEM.
+        let permit = sess.try_permit(ConType::Admin).ok_or(ENOMEM)?;
         // A user until its answer is processed (`OpenLater::process`).
         self.users.fetch_add(1, Ordering::Relaxed);
         sess.request(Dir::Read, permit, &[&open.encode()], req)

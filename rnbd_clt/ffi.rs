@@ -953,11 +953,6 @@ impl Drop for Wq {
     }
 }
 
-/// A kernel errno (positive, from `bindings`) as an error.
-pub(crate) fn errno(e: u32) -> Error {
-    Error::from_errno(-(e as i32))
-}
-
 /// The `ratelimit_state` of one log call site (C's `_rl` log lines: at
 /// most 10 per 5 s), rtrs_core's; any context.
 pub(crate) struct RateLimit(crate::rtrs_core::ratelimit::AtomicRateLimit);

@@ -505,9 +505,8 @@ fn send_sess_info(sess: &SessionRef) -> Result {
     let req = Request::new(SessInfoNowait {
         rsp: DataBuf::new(MsgSessInfo::LEN)?,
     })?;
-    let permit = sess
-        .wait_permit(ConType::Admin)
-        .ok_or_else(|| ffi::errno(kernel::bindings::ECONNABORTED))?;
+    // Not waiting: the link event must not block (C's NOWAIT, -ENOMEM).
+    let permit = sess.try_permit(ConType::Admin).ok_or(ENOMEM)?;
     sess.request(Dir::Read, permit, &[&MsgSessInfo::new().encode()], req)
         .map_err(|e| e.error)
 }

@@ -45,7 +45,7 @@ reset() {
 		[ -e "${l[0]}" ] || break
 		_sleep 0.2
 	done
-	for m in rnbd_client rtrs_client_rs rtrs_client rnbd_server rtrs_server rtrs_core brd null_blk lkdtm; do
+	for m in rnbd_client rnbd_client_rs rtrs_api_example rtrs_test_clt rtrs_client_rs rtrs_client rnbd_server rtrs_server rtrs_core brd null_blk lkdtm; do
 		[ -e "/sys/module/$m/refcnt" ] || continue
 		echo "unloaded $m"
 		for (( i = 0; i < 150; i++ )); do rmmod "$m" 2>/dev/null && break; _sleep 0.2; done
