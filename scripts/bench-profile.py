@@ -28,7 +28,7 @@ from pathlib import Path
 LINE = re.compile(r"^\s*([\d.]+)%\s+(\d+)\s+(\S+)(?:\s+\[(.)\]\s+(.*?))?\s*$")
 IDLE = re.compile(r"idle|safe_halt|native_halt|mwait|cpuidle|do_idle")
 CLIENT_DSO = {"[rtrs_client]", "[rtrs_client_rs]", "[rtrs_core]"}
-OWN_DSO = {"c": "[rtrs_client]", "rs": "[rtrs_client_rs]"}
+OWN_DSO = {"c": "[rtrs_client]", "rs": "[rtrs_client_rs]", "rs2": "[rtrs_client_rs]"}
 KERNEL_DSO = {"[kernel.kallsyms]", "[kernel.vmlinux]"}
 
 
@@ -176,6 +176,18 @@ def main():
         ratio = med(b) / med(a) if med(a) else float("inf")
         out.append(f"| {mode} | {cell} | {med(a):.1f} | {spread(a):.0%} | "
                    f"{med(b):.1f} | {spread(b):.0%} | {ratio:.2f} |")
+    if any(k[2] == "rs2" for k in data):
+        out += ["", "## The second build (rs2, bench.sh's BENCH_RS2_REF) against this one", "",
+                "| server | cell | this module us/IO | spread | rs2 us/IO | spread | rs2 / this | rs2 / C |",
+                "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for mode, cell in keys:
+            a, b, c0 = own(mode, cell, "rs"), own(mode, cell, "rs2"), own(mode, cell, "c")
+            if not a or not b:
+                continue
+            r1 = med(b) / med(a) if med(a) else float("inf")
+            r2 = med(b) / med(c0) if c0 and med(c0) else float("inf")
+            out.append(f"| {mode} | {cell} | {med(a):.1f} | {spread(a):.0%} | "
+                       f"{med(b):.1f} | {spread(b):.0%} | {r1:.2f} | {r2:.2f} |")
     for mode, cell in keys:
         c, rs = data.get((mode, cell, "c"), []), data.get((mode, cell, "rs"), [])
         if not c or not rs:

@@ -57,7 +57,11 @@ server_load() {
 }
 server_unload() { unload_modules rnbd_server rtrs_server brd; }
 client_load() {
-	if [ "$1" = c ]; then modprobe rnbd_client; else load_rnbd_rs; fi
+	case $1 in
+	c) modprobe rnbd_client ;;
+	rs2) RS_KO=$RS2_KO load_rnbd_rs ;;
+	*) load_rnbd_rs ;;
+	esac
 }
 client_unload() {
 	if [ "$1" = c ]; then unload_modules rnbd_client rtrs_client; else unload_modules rnbd_client rtrs_client_rs; fi
@@ -145,6 +149,9 @@ print(int(j["read"]["iops"]+j["write"]["iops"]))' "$OUT/raw/$1.json" 2>/dev/null
 }
 
 CLIENTS="c rs"
+# A second build of this module (bench.sh: BENCH_RS2_REF) as a third client,
+# "rs2", for a before/after comparison in one boot.
+[ -n "${RS2_KO:-}" ] && CLIENTS="c rs rs2"
 policies() { if [ "$1" = c ]; then echo "round-robin min-inflight min-latency"; else echo "round-robin min-inflight min-latency service-time"; fi; }
 # The cells of the matrix: "rw bs qd jobs".
 cells() {
@@ -505,6 +512,7 @@ log "start: sections '$SECTIONS', rounds $ROUNDS, runtime $RUNTIME s, $NCPU CPUs
 	echo "kernel $(uname -r)"; echo "cpus $NCPU"; echo "mem_kb $(awk '/MemTotal/ {print $2}' /proc/meminfo)"
 	echo "rounds $ROUNDS"; echo "runtime $RUNTIME"; echo "ramp $RAMP"; echo "bench ${BENCH:-full}"
 	echo "rs_ko $RS_KO"; echo "rs_version $(modinfo -F version "$RS_KO" 2>/dev/null) $(modinfo -F source "$RS_KO" 2>/dev/null)"
+	[ -n "${RS2_KO:-}" ] && { echo "rs2_ko $RS2_KO"; echo "rs2_version $(modinfo -F version "$RS2_KO" 2>/dev/null) $(modinfo -F source "$RS2_KO" 2>/dev/null)"; }
 	echo "fio $(fio --version)"
 } > "$OUT/meta.txt"
 for s in $SECTIONS; do

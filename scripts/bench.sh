@@ -10,6 +10,7 @@
 #   BENCH_SECTIONS=rnbd-rs ...            the Rust stack (rnbd-client-rs on this module) against
 #                                         C's rnbd-client on this module and on C's rtrs-client
 #   BENCH_DIR=<dir>                       where the results go (default bench-out/<date>)
+#   BENCH_RS2_REF=<commit> ...            that commit's module as a third client (rs2)
 #
 # The module is built for the perf kernel in a copy of the checkout under
 # the kernel cache, so the checkout's own build (for the test kernel) stays.
@@ -35,6 +36,17 @@ case " ${BENCH_SECTIONS:-} " in
 		echo "bench: rnbd_clt does not build; the rnbd-rs section is skipped" >&2
 	fi ;;
 esac
+# BENCH_RS2_REF=<commit>: that commit's module too, as client "rs2" (the
+# profile section compares it with this checkout's in the same boot).
+RS2_KO=
+if [ -n "${BENCH_RS2_REF:-}" ]; then
+	BUILD2=$KCACHE_DIR/bench-module2
+	rm -rf "$BUILD2"; mkdir -p "$BUILD2"
+	git archive "$BENCH_RS2_REF" | tar -x -C "$BUILD2"
+	git rev-parse --short "$BENCH_RS2_REF" > "$BUILD2/.source-version"
+	make -s -C "$BUILD2" KDIR="$KDIR" modules
+	RS2_KO=$BUILD2/rtrs-client-rs.ko
+fi
 OUTDIR=${BENCH_DIR:-$REPO/bench-out/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUTDIR"
 echo "bench: results in $OUTDIR"
@@ -50,7 +62,7 @@ done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
 	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
-	 RS_KO=$BUILD/rtrs-client-rs.ko RNBD_RS_KO='$RNBD_RS_KO' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
+	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
 {
 	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
 	echo "date $(date -u +%Y-%m-%d)"
