@@ -242,6 +242,12 @@ def main():
             "c_failures": v.get("c", {}).get("fail", []),
             "rs_failures": v.get("rs", {}).get("fail", []),
         }
+        if v.get("rs2"):
+            # bench.sh's BENCH_RS2_REF: another commit of this module.
+            rs2 = summarize(v["rs2"].get("ok", []))
+            row["rs2"] = rs2
+            row["rs2_ratio"], row["rs2_verdict"] = verdict(c, rs2)
+            row["rs2_vs_rs"], row["rs2_vs_rs_verdict"] = verdict(rs, rs2)
         if cl and cl.get("iops"):
             if c.get("iops"):
                 row["c_of_ceiling"] = round(c["iops"] / cl["iops"], 3)
@@ -286,6 +292,19 @@ def main():
 
     matrix_table(lambda r: r["paths"] == 1, "One path")
     matrix_table(lambda r: r["paths"] == 2, "Two paths, by policy")
+    if any("rs2" in r for r in rows):
+        md.append("## One path, the second build (rs2, BENCH_RS2_REF)")
+        md.append("")
+        md.append("| rw | bs | QD | jobs | C IOPS | RS IOPS | RS2 IOPS | RS2/C | verdict | RS2/RS | verdict |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if r["paths"] != 1 or "rs2" not in r:
+                continue
+            md.append("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                r["rw"], r["bs"], r["qd"], r["jobs"], fmt(r["c"].get("iops")), fmt(r["rs"].get("iops")),
+                fmt(r["rs2"].get("iops")), fmt(r["rs2_ratio"], 2), r["rs2_verdict"],
+                fmt(r["rs2_vs_rs"], 2), r["rs2_vs_rs_verdict"]))
+        md.append("")
     one = [r for r in rows if r["paths"] == 1 and r["ratio"] is not None]
     if one:
         n_f = sum(r["verdict"] == "faster" for r in one)

@@ -61,7 +61,7 @@ echo "bench: results in $OUTDIR"
 done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
-	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
+	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} MATRIX_TWO=${MATRIX_TWO:-1} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
 	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
 {
 	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
