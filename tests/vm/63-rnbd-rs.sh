@@ -39,9 +39,9 @@ for bs in 4k 64k; do
 	tap_check "fio verify $bs" fio_verify "$dev" $bs 4M --iodepth=8
 done
 tap_check "the same device again: EEXIST" \
-	sh -c "! echo 'sessname=$S path=ip:$SRV_ADDR device_path=/dev/ram0' > $CTL/map_device 2> /tmp/rs-e && grep -q 'File exists' /tmp/rs-e"
+	bash -c "! echo 'sessname=$S path=ip:$SRV_ADDR device_path=/dev/ram0' > $CTL/map_device 2> /tmp/rs-e && grep -q 'File exists' /tmp/rs-e"
 tap_check "an unknown option: EINVAL" \
-	sh -c "! echo 'sessname=$S bogus=1 device_path=/dev/ram0' > $CTL/map_device 2> /tmp/rs-e && grep -q 'Invalid argument' /tmp/rs-e"
+	bash -c "! echo 'sessname=$S bogus=1 device_path=/dev/ram0' > $CTL/map_device 2> /tmp/rs-e && grep -q 'Invalid argument' /tmp/rs-e"
 p=$(ls -d /sys/class/rtrs-client/$S/paths/* | head -n 1)
 st() { [ "$(cat "$b/rnbd/state" 2>/dev/null)" = "$1" ]; }
 # path_then <file> <secs> <state>: writes 1 to the path's file, then waits
