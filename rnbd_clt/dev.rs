@@ -26,7 +26,7 @@ use crate::rnbd_core::proto::{AccessMode, MsgClose, MsgOpen, MsgOpenRsp};
 use crate::rtrs_api::{
     Completion, ConType, Data, DataBuf, Dir, PathAddr, Permit, Request, SessionRef,
 };
-use crate::sess::{log_mapping, Clt, MapInner, Sess, MSG_TIMEOUT_MS};
+use crate::sess::{log_mapping, Clt, MapInner, Sess};
 
 /// What a device's lock protects: the objects it has while mapped.
 pub(crate) struct DevInner {
@@ -199,7 +199,7 @@ impl Dev {
         let r = self
             .sess
             .rtrs
-            .request_wait(Dir::Read, &[&open.encode()], &mut b, MSG_TIMEOUT_MS)
+            .request_wait(Dir::Read, &[&open.encode()], &mut b, None)
             .and_then(|()| MsgOpenRsp::decode(&b).map_err(|e| Error::from_errno(e.errno())))
             .and_then(|rsp| self.process_open_rsp(&self.sess.rtrs, &rsp).map(|()| rsp));
         let rsp = match r {
@@ -443,7 +443,7 @@ impl Dev {
         // An OPEN in flight is a user (a normal unmap meanwhile: EBUSY).
         self.users.fetch_add(1, Ordering::Relaxed);
         let r = sess
-            .request_wait(Dir::Read, &[&open.encode()], &mut b, MSG_TIMEOUT_MS)
+            .request_wait(Dir::Read, &[&open.encode()], &mut b, None)
             .and_then(|()| MsgOpenRsp::decode(&b).map_err(|e| Error::from_errno(e.errno())))
             .and_then(|rsp| self.process_open_rsp(sess, &rsp));
         self.users.fetch_sub(1, Ordering::Relaxed);
@@ -539,7 +539,7 @@ fn taken(m: &MapInner, path: &[u8], name: &[u8]) -> Result {
 fn send_close_id(sess: &SessionRef, device_id: u32, wait: bool) -> Result {
     let msg = MsgClose { device_id }.encode();
     if wait {
-        return sess.request_wait(Dir::Write, &[&msg], &mut [], MSG_TIMEOUT_MS);
+        return sess.request_wait(Dir::Write, &[&msg], &mut [], None);
     }
     let req = Request::new(CloseNowait)?;
     let permit = sess.wait_permit(ConType::Admin).ok_or(ENODEV)?;

@@ -29,8 +29,6 @@ use crate::rtrs_api::{
     Session, SessionOps, SessionRef,
 };
 
-/// A control message's wait (C waits without a bound).
-pub(crate) const MSG_TIMEOUT_MS: u32 = 30_000;
 /// rnbd's `RECONNECT_DELAY`: seconds between a lost path's reconnects.
 const RECONNECT_DELAY: u8 = 30;
 /// rnbd's `MAX_RECONNECTS`: for ever.
@@ -385,12 +383,7 @@ impl Sess {
         let (online, _) = ffi::cpus();
         let tag_set = TagSet::new(online, o.nr_poll_queues, a.queue_depth, &cname)?;
         let mut rsp = [0u8; MsgSessInfo::LEN];
-        rtrs.request_wait(
-            Dir::Read,
-            &[&MsgSessInfo::new().encode()],
-            &mut rsp,
-            MSG_TIMEOUT_MS,
-        )?;
+        rtrs.request_wait(Dir::Read, &[&MsgSessInfo::new().encode()], &mut rsp, None)?;
         let ver = MsgSessInfo::decode_rsp(&rsp).map_err(|e| Error::from_errno(e.errno()))?;
         rtrs.ops().ver.store(ver.negotiated(), Ordering::Relaxed);
         Arc::new(

@@ -591,17 +591,22 @@ impl SessionRef {
     }
 }
 
+/// A wait without a bound sleeps this long at a time.
+const WAIT_SLICE_MS: u32 = 10_000;
+
 impl SessionRef {
     /// Sends a control message on an admin permit and waits for its end
     /// (sleeps): for [`Dir::Read`] the server's answer lands in `data`,
     /// for [`Dir::Write`] `data` is sent. ETIMEDOUT after `timeout_ms`
-    /// (the request is then left to end on its own).
+    /// (the request is then left to end on its own); with `None`, it waits
+    /// for the end however long, as C's rnbd-client: RTRS ends every
+    /// request it took (answered, failed over, or failed with its paths).
     pub fn request_wait(
         &self,
         dir: Dir,
         msg: &[&[u8]],
         data: &mut [u8],
-        timeout_ms: u32,
+        timeout_ms: Option<u32>,
     ) -> Result {
         let mut buf = None;
         if !data.is_empty() {
@@ -625,8 +630,11 @@ impl SessionRef {
         })?;
         let permit = self.wait_permit(ConType::Admin).ok_or_else(econnreset)?;
         self.request(dir, permit, msg, req).map_err(|e| e.error)?;
-        if !st.done.wait(timeout_ms) {
-            return Err(etimedout());
+        match timeout_ms {
+            Some(ms) if !st.done.wait(ms) => return Err(etimedout()),
+            Some(_) => {}
+            // In slices, so that a long wait is not a hung task.
+            None => while !st.done.wait(WAIT_SLICE_MS) {},
         }
         to_result(st.result.load(Ordering::Acquire))?;
         let back = st.back.take().ok_or(EINVAL)?;

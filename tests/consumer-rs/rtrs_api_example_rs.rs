@@ -178,7 +178,7 @@ impl kernel::Module for RtrsApiExample {
             Dir::Read,
             &[&MsgSessInfo::new().encode()],
             &mut rsp,
-            MSG_TIMEOUT_MS,
+            Some(MSG_TIMEOUT_MS),
         )?;
         let info = MsgSessInfo::decode_rsp(&rsp).map_err(|e| {
             pr_err!("bad SESS_INFO_RSP: {}\n", e);
@@ -197,7 +197,7 @@ impl kernel::Module for RtrsApiExample {
             let open = MsgOpen::new(AccessMode::Ro, dev.as_bytes())
                 .map_err(|e| Error::from_errno(e.errno()))?;
             let mut rsp = [0u8; MsgOpenRsp::LEN];
-            sess.request_wait(Dir::Read, &[&open.encode()], &mut rsp, MSG_TIMEOUT_MS)
+            sess.request_wait(Dir::Read, &[&open.encode()], &mut rsp, Some(MSG_TIMEOUT_MS))
                 .inspect_err(|e| pr_err!("open of {} failed: {}\n", dev, e.to_errno()))?;
             let o = MsgOpenRsp::decode(&rsp).map_err(|e| {
                 pr_err!("bad OPEN_RSP: {}\n", e);
@@ -215,7 +215,7 @@ impl kernel::Module for RtrsApiExample {
                 device_id: o.device_id,
             }
             .encode();
-            sess.request_wait(Dir::Write, &[&close], &mut [], MSG_TIMEOUT_MS)?;
+            sess.request_wait(Dir::Write, &[&close], &mut [], Some(MSG_TIMEOUT_MS))?;
             pr_info!("{}: closed device {}\n", name, o.device_id);
         }
         Ok(RtrsApiExample { _sess: sess })
