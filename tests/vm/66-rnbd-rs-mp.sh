@@ -44,8 +44,6 @@ NACT=$(wc -w <<< "$ACTIONS")
 NCASE=$(wc -w <<< "$REMAP_CASES")
 PLAN=$(( 6 + NACT + 2 + 7 * NCASE + 2 ))
 skip_all_unless_api $PLAN
-# Written 2026-12-04, not yet run in a VM: opt-in until its first green run.
-[ "${RUST_CONSUMER_TESTS:-0}" = 1 ] || skip_all $PLAN "not yet run in a VM (RUST_CONSUMER_TESTS=1 runs it)"
 [ -f "$RNBD_RS_KO" ] || skip_all $PLAN "rnbd_clt is not built (make test-tools)"
 tap_plan $PLAN
 S=rsmp
