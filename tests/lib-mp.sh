@@ -470,3 +470,15 @@ mp_srv_path_listed() {
 	for f in "$d/$a@"* "$d/"*"@$a"; do [ -e "$f" ] && return 0; done
 	return 1
 }
+
+# mp_tap_all_gone: one TAP point, after the teardown: no RTRS or RNBD module
+# is loaded and the topology's rxe links are gone.
+mp_tap_all_gone() {
+	local left
+	left=$(rtrs_modules_loaded)
+	if [ -z "$left" ] && ! rdma link show 2>/dev/null | grep -q rxe_mp; then
+		tap_ok "modules unloaded and topology removed"
+	else
+		tap_not_ok "modules unloaded and topology removed"; diag "left: $left $(rdma link show)"
+	fi
+}

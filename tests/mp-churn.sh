@@ -249,11 +249,6 @@ if timeout 60 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS"; then tap_
 unload_modules rnbd_client $CLT_MOD
 stop_server
 mp_teardown
-left=$(rtrs_modules_loaded)
-if [ -z "$left" ] && ! rdma link show 2>/dev/null | grep -q rxe_mp; then
-	tap_ok "modules unloaded and topology removed"
-else
-	tap_not_ok "modules unloaded and topology removed"; diag "left: $left $(rdma link show)"
-fi
+mp_tap_all_gone
 ts "total"
 tap_done

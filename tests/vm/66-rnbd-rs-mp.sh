@@ -363,11 +363,6 @@ fi
 unload_modules rnbd_client_rs rtrs_client_rs
 stop_server
 mp_teardown
-left=$(rtrs_modules_loaded)
-if [ -z "$left" ] && ! rdma link show 2>/dev/null | grep -q rxe_mp; then
-	tap_ok "modules unloaded and topology removed"
-else
-	tap_not_ok "modules unloaded and topology removed"; diag "left: $left $(rdma link show)"
-fi
+mp_tap_all_gone
 ts "total"
 tap_done
