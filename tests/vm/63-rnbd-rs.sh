@@ -1,14 +1,14 @@
 #!/bin/bash
 # rnbd-client-rs (rnbd_clt/, work in progress) over this module, against the
 # unmodified rnbd-server: the ctl files, a map with its sysfs files and its
-# devices/ link, verified fio at 4k and 64k, the disk's size, a repeated map
+# devices/ link, verified fio at 4k, 64k and 1M, the disk's size, a repeated map
 # (EEXIST) and bad options (EINVAL); the link events: the path's disconnect
 # makes the device "closed", its reconnect remaps it "open" and IO verifies
 # again; a normal unmap that closes the session on both sides; a force unmap
 # under IO; and the module's unload.
 . "$(dirname "$0")/../lib.sh"
 RNBD_RS_KO=$RTRS_REPO/rnbd_clt/rnbd-client-rs.ko
-PLAN=23
+PLAN=24
 skip_all_unless_api $PLAN
 [ -f "$RNBD_RS_KO" ] || skip_all $PLAN "rnbd_clt is not built (make test-tools)"
 tap_plan $PLAN
@@ -36,6 +36,8 @@ tap_check "the disk's size is the server's ram disk (64 MiB)" test "$(blockdev -
 for bs in 4k 64k; do
 	tap_check "fio verify $bs" fio_verify "$dev" $bs 4M --iodepth=8
 done
+# Above max_io_size (124 KiB): the block layer splits each IO.
+tap_check "fio verify 1M" fio_verify "$dev" 1M 8M --iodepth=4
 tap_check "the same device again: EEXIST" \
 	bash -c "! echo 'sessname=$S path=ip:$SRV_ADDR device_path=/dev/ram0' > $CTL/map_device 2> /tmp/rs-e && grep -q 'File exists' /tmp/rs-e"
 tap_check "an unknown option: EINVAL" \
