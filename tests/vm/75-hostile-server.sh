@@ -111,6 +111,11 @@ declare -A C_SKIP=(
 # Cases whose fault shows only when the path reconnects: the session over
 # the hostile path alone is reconnected through sysfs once it is open.
 declare -A RECONNECT=([rsp-qd-changes]=1)
+# Cases whose fault shows only on a heartbeat tick (hb_interval_ms): each
+# session is held open until this module has logged the expected line, or
+# for C until the server has posted its whole flood (CI once closed both
+# sessions before the first tick saw the flood).
+declare -A HOLD=([hb-flood]="hb-flood: all [0-9]+ HB_MSG posted")
 QUICK_CASES="good rsp-bad-magic info-desc-overflow io-rsp-twice hb-flood"
 if [ -x "$HS" ]; then ALL_CASES=$("$HS" --list | tr '\n' ' '); else ALL_CASES=$QUICK_CASES; fi
 HS_CASES=${HS_CASES:-$(by_tier "$QUICK_CASES" "$ALL_CASES")}
@@ -161,13 +166,25 @@ io_round() {
 	tc "io dir=write count=$1 len=4096 timeout_ms=8000"; tc_state; IO_RES="W ${TC_LAST#io write: }"
 	tc "io dir=read count=$1 len=4096 timeout_ms=8000"; tc_state; IO_RES+="; R ${TC_LAST#io read: }"
 }
+# hold <case> <mark> <n>: for a HOLD case, waits (bounded) until this
+# module has logged the expected line since the mark, or for C until the
+# server has logged its n-th HOLD line.
+_srv_said() { [ "$(grep -cE -- "$2" "/tmp/hs-$1.log")" -ge "$3" ]; }
+hold() {
+	[ -n "${HOLD[$1]:-}" ] || return 0
+	if [ "$CL" = rs ]; then
+		wait_for 30 dmesg_since "$2" "${EXPECT[$1]}" || NOTES+="not logged while held ($3); "
+	else
+		wait_for 60 _srv_said "$1" "${HOLD[$1]}" "$3" || NOTES+="the server did not finish ($3); "
+	fi
+}
 # all_ok <n>: the last io_round's 2n requests all succeeded.
 all_ok() { [[ $IO_RES == *"ok=$1 err=[] pending=0"*"ok=$1 err=[] pending=0"* ]]; }
 
 declare -A RES=()
 # run_case <case>
 run_case() {
-	local c=$1 m spid a_open b_add good all lines exp p r
+	local c=$1 m pm spid a_open b_add good all lines exp p r
 	BAD="" NOTES=""
 	m=$(kmsg_mark)
 	"$HS" --addr $H --good-addr $G --case "$c" --qd 16 --max-io 4096 --timeout 900 --expect-sess hb \
@@ -180,10 +197,12 @@ run_case() {
 	fi
 
 	# Alone.
+	pm=$m
 	if tc "open sess=ha path=ip:$H delay=1 attempts=2"; then
 		a_open=ok
 		io_round 8
 		settle ha
+		hold "$c" "$pm" 1
 		a_open+=" ($IO_RES)"
 		[ "${EXPECT[$c]:-}" = ok ] && ! all_ok 8 && BAD+="alone: IO failed on a control case; "
 		if [ -n "${RECONNECT[$c]:-}" ]; then
@@ -200,11 +219,13 @@ run_case() {
 	wait_for 60 _absent "$CLS/ha" || BAD+="alone: session ha left behind; "
 
 	# Beside a good path.
+	pm=$(kmsg_mark)
 	if tc "open sess=hb path=ip:$G delay=1 attempts=2"; then
 		b_add=$( { echo "ip:$H" > "$CLS/hb/add_path"; } 2>&1 ); b_add=${b_add##*write error: }
 		b_add=${b_add:-ok}
 		io_round 16
 		settle hb
+		hold "$c" "$pm" 2
 		all_ok 16 || { [ -z "$NOTES" ] && [ "${EXPECT[$c]:-}" = ok ] && BAD+="beside: IO failed; "; }
 		good=gone
 		for p in "$CLS"/hb/paths/*@ip:$G; do _read_line "$p/state" && good=$_LINE; done
@@ -230,7 +251,7 @@ run_case() {
 	if [ "$CL" = rs ] && [ -n "$exp" ] && [ "$exp" != ok ] && ! grep -qE -- "$exp" <<<"$all"; then
 		BAD+="no log line matching /$exp/; "
 	fi
-	RES[$CL $c]="alone: $a_open | beside: add_path $b_add | log: ${lines:-none}"
+	RES[$CL $c]="alone: $a_open | beside: add_path $b_add | log: ${lines:-none}${NOTES:+ | notes: $NOTES}"
 }
 
 for CL in "${_cls[@]}"; do
