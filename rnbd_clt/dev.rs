@@ -15,7 +15,7 @@ use kernel::{
     new_mutex, pr_err, pr_info,
     prelude::*,
     str::CString,
-    sync::{Arc, Mutex},
+    sync::{Arc, ArcBorrow, Mutex},
 };
 
 use crate::ffi::{self, DevKobj, DevLink, Disk, SysfsAttr};
@@ -625,8 +625,17 @@ impl ffi::QueueOps for Dev {
         Request::with(IoDone::new())
     }
 
-    fn queue_rq(&self, rq: ffi::Rq<'_, Self>, _last: bool) -> ffi::Status {
-        crate::io::queue_rq(self, rq)
+    fn requeue(&self) -> &Arc<ffi::Requeue> {
+        &self.sess.requeue
+    }
+
+    fn queue_rq(
+        &self,
+        hq: ArcBorrow<'_, ffi::HwQueue>,
+        rq: ffi::Rq<'_, Self>,
+        _last: bool,
+    ) -> ffi::Status {
+        crate::io::queue_rq(self, hq, rq)
     }
 
     fn complete(&self, rq: ffi::Rq<'_, Self>) {

@@ -10,25 +10,39 @@
 //! - [`Disk`]: a gendisk whose queue's data is an `Arc` of its device;
 //! - [`Rq`] and [`InFlight`]: a request being queued, and one the driver
 //!   owns until it completes it;
+//! - [`Requeue`] and [`HwQueue`]: the hardware queues waiting for a
+//!   permit, on a lock taken with interrupts off ([`IrqSpinLock`]);
 //! - [`Ctl`] and [`DevKobj`]: `/sys/class/rnbd-client/ctl` and
 //!   `/sys/block/rnbdN/rnbd/`.
 
 use core::{
-    ffi::{c_char, c_int, c_void},
+    ffi::{c_char, c_int, c_ulong, c_void},
     marker::PhantomData,
     ptr::NonNull,
+    sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering},
 };
 
 use kernel::{
     alloc::{flags::GFP_KERNEL, KBox},
     bindings,
     error::{from_err_ptr, to_result, Error, Result},
+    init::InPlaceInit,
+    list::{
+        impl_has_list_links, impl_list_arc_safe, impl_list_item, AtomicTracker, List, ListArc,
+        ListLinks, TryNewListArc,
+    },
+    pin_init,
+    prelude::pin_data,
     str::{CStr, CString},
-    sync::{Arc, ArcBorrow},
+    sync::{lock::Backend, Arc, ArcBorrow},
     types::Opaque,
 };
 
-use crate::rnbd_core::{dev::DiskLimits, proto::BlkOp};
+use crate::rnbd_core::{
+    dev::DiskLimits,
+    proto::BlkOp,
+    requeue::{no_permit, rerun_another, NoPermit},
+};
 use crate::rtrs_api::{Completion, Request, RequestOwner};
 
 /// c/rnbd_rs.c.
@@ -71,6 +85,11 @@ mod sys {
         ) -> c_int;
         pub(super) fn rnbd_rs_rq_queuedata(rq: *mut bindings::request) -> *mut c_void;
         pub(super) fn rnbd_rs_hctx_queuedata(hctx: *mut bindings::blk_mq_hw_ctx) -> *mut c_void;
+        pub(super) fn rnbd_rs_spin_lock_irqsave(lock: *mut bindings::spinlock_t) -> c_ulong;
+        pub(super) fn rnbd_rs_spin_unlock_irqrestore(
+            lock: *mut bindings::spinlock_t,
+            flags: c_ulong,
+        );
         pub(super) fn rnbd_rs_register_blkdev(name: *const c_char) -> c_int;
         pub(super) fn rnbd_rs_num_online_cpus() -> u32;
         pub(super) fn rnbd_rs_alloc_wq() -> *mut bindings::workqueue_struct;
@@ -174,8 +193,11 @@ pub(crate) trait QueueOps: Send + Sync + Sized + 'static {
     /// A new request's driver part.
     fn new_pdu() -> Self::Pdu;
 
-    /// `queue_rq` (atomic context).
-    fn queue_rq(&self, rq: Rq<'_, Self>, last: bool) -> Status;
+    /// The list its hardware queues wait on for a permit.
+    fn requeue(&self) -> &Arc<Requeue>;
+
+    /// `queue_rq` on hardware queue `hq` (atomic context).
+    fn queue_rq(&self, hq: ArcBorrow<'_, HwQueue>, rq: Rq<'_, Self>, last: bool) -> Status;
 
     /// `complete`: the end of a request the driver passed to
     /// [`InFlight::complete`] (softirq or IPI context).
@@ -311,6 +333,13 @@ pub(crate) struct InFlight<Q: QueueOps> {
 unsafe impl<Q: QueueOps> Send for InFlight<Q> {}
 
 impl<Q: QueueOps> InFlight<Q> {
+    /// The data of the request's queue.
+    pub(crate) fn queue(&self) -> ArcBorrow<'_, Q> {
+        // SAFETY: As in `queue_rq_tramp`: the queue's data outlives its
+        // requests, and this one is not ended while it is borrowed.
+        unsafe { ArcBorrow::from_raw(sys::rnbd_rs_rq_queuedata(self.rq.as_ptr()).cast()) }
+    }
+
     /// The driver's part.
     pub(crate) fn pdu(&mut self) -> &mut Q::Pdu {
         // SAFETY: As in `Rq::pdu`: the started request is ours.
@@ -321,6 +350,193 @@ impl<Q: QueueOps> InFlight<Q> {
     pub(crate) fn complete(self) {
         // SAFETY: Started, ours, completed once.
         unsafe { bindings::blk_mq_complete_request(self.rq.as_ptr()) };
+    }
+}
+
+/// A spinlock taken with interrupts off (`spin_lock_irqsave`), for what
+/// `queue_rq` shares with completions, which run in softirq or hardirq
+/// context. (6.12's `SpinLock` leaves them on.)
+pub(crate) type IrqSpinLock<T> = kernel::sync::lock::Lock<T, IrqSpinLockBackend>;
+
+/// The backend of [`IrqSpinLock`].
+pub(crate) struct IrqSpinLockBackend;
+
+// SAFETY: `lock` is `spin_lock_irqsave` on the spinlock `init` set up and
+// `unlock` its `spin_unlock_irqrestore`, with the flags `lock` returned
+// (kept in the guard): a lock that excludes every other holder.
+unsafe impl Backend for IrqSpinLockBackend {
+    type State = bindings::spinlock_t;
+    type GuardState = c_ulong;
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut bindings::lock_class_key,
+    ) {
+        // SAFETY: By the trait's contract, `ptr` is writable and `name`
+        // and `key` live for ever.
+        unsafe { bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> c_ulong {
+        // SAFETY: Initialised, by the trait's contract.
+        unsafe { sys::rnbd_rs_spin_lock_irqsave(ptr) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, flags: &c_ulong) {
+        // SAFETY: The caller holds the lock, taken with these flags.
+        unsafe { sys::rnbd_rs_spin_unlock_irqrestore(ptr, *flags) }
+    }
+}
+
+/// A hardware queue's entry on its session's [`Requeue`] list (C's
+/// `struct rnbd_queue`): the hctx's driver data from `init_hctx` to
+/// `exit_hctx`.
+///
+/// # Invariants
+///
+/// `hctx` is valid while the hctx is between `init_hctx` and `exit_hctx`,
+/// and it is used only then: in `queue_rq` and, under the list's lock,
+/// while this is on the list, which `exit_hctx` takes it off first. It is
+/// only ever put on `requeue`'s list.
+#[pin_data]
+pub(crate) struct HwQueue {
+    hctx: NonNull<bindings::blk_mq_hw_ctx>,
+    requeue: Arc<Requeue>,
+    #[pin]
+    links: ListLinks,
+    #[pin]
+    tracker: AtomicTracker,
+}
+
+// SAFETY: The hctx is used under the invariant above, where the block
+// layer lets any context run it; the rest is `Send` and `Sync`.
+unsafe impl Send for HwQueue {}
+// SAFETY: As above.
+unsafe impl Sync for HwQueue {}
+
+impl_has_list_links! {
+    impl HasListLinks<0> for HwQueue { self.links }
+}
+impl_list_arc_safe! {
+    impl ListArcSafe<0> for HwQueue { tracked_by tracker: AtomicTracker; }
+}
+impl_list_item! {
+    impl ListItem<0> for HwQueue { using ListLinks; }
+}
+
+impl HwQueue {
+    /// No permit was free for this queue: lists it to be rerun when one
+    /// comes back, or has the block layer rerun it later if no permit is
+    /// held (`rnbd_core::requeue::no_permit`).
+    pub(crate) fn wait_for_permit(self: ArcBorrow<'_, Self>) {
+        // Already listed: a permit given back reruns it.
+        let Some(entry) = ListArc::try_from_arc_borrow(self) else {
+            return;
+        };
+        let r = &self.requeue;
+        let verdict = {
+            let mut list = r.list.lock();
+            list.push_back(entry);
+            r.listed.fetch_add(1, Ordering::Relaxed);
+            // Paired with `Requeue::put_permit`: list, then read `busy`.
+            fence(Ordering::SeqCst);
+            let v = no_permit(r.busy.load(Ordering::Relaxed));
+            if v != NoPermit::Listed {
+                // SAFETY: It is on this list, the only one it goes on.
+                drop(unsafe { list.remove(&*self) });
+                r.listed.fetch_sub(1, Ordering::Relaxed);
+            }
+            v
+        };
+        if let NoPermit::RunAfterMs(ms) = verdict {
+            self.run_after(ms);
+        }
+    }
+
+    /// Has the block layer rerun the queue after `ms` ms. From `queue_rq`
+    /// on this queue (which holds an `ArcBorrow` of it), where it lives.
+    pub(crate) fn run_after(&self, ms: u32) {
+        // SAFETY: In `queue_rq` on this hctx, which lives (the invariant).
+        unsafe { bindings::blk_mq_delay_run_hw_queue(self.hctx.as_ptr(), ms as usize) };
+    }
+}
+
+/// A session's hardware queues that found no permit free, rerun one by
+/// one as permits come back (C's requeue lists, in one FIFO: queues are
+/// listed only while every permit is taken), and the permits its IO holds.
+#[pin_data]
+pub(crate) struct Requeue {
+    #[pin]
+    list: IrqSpinLock<List<HwQueue>>,
+    /// Entries on `list`, read without the lock.
+    listed: AtomicUsize,
+    /// Permits the session's IO holds (C's `sess->busy`, which counts
+    /// SESS_INFO, OPEN and CLOSE too; while only those hold permits, a
+    /// queue is rerun after `RERUN_MS`).
+    busy: AtomicU32,
+}
+
+impl Requeue {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Requeue {
+                list <- kernel::sync::lock::Lock::new(
+                    List::new(),
+                    kernel::c_str!("Requeue::list"),
+                    kernel::static_lock_class!()
+                ),
+                listed: AtomicUsize::new(0),
+                busy: AtomicU32::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// A permit was taken for an IO.
+    pub(crate) fn got_permit(&self) {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The permit of an IO was given back: reruns a listed queue, or all
+    /// of them if it was the last held.
+    pub(crate) fn put_permit(&self) {
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+        // Paired with `HwQueue::wait_for_permit`: drop `busy`, then look.
+        fence(Ordering::SeqCst);
+        loop {
+            let rerun = self.rerun_one();
+            if !rerun_another(self.busy.load(Ordering::Relaxed), rerun) {
+                break;
+            }
+        }
+    }
+
+    /// Reruns the first listed queue; false if none was.
+    fn rerun_one(&self) -> bool {
+        if self.listed.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut list = self.list.lock();
+        let Some(entry) = list.pop_front() else {
+            return false;
+        };
+        self.listed.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: It was on the list, so its hctx lives (`exit_hctx` takes
+        // it off under this lock first). `true`: run from kblockd.
+        unsafe { bindings::blk_mq_run_hw_queue(entry.hctx.as_ptr(), true) };
+        drop(list);
+        drop(entry);
+        true
+    }
+
+    /// `exit_hctx`: takes the queue off the list.
+    fn remove(&self, hq: &HwQueue) {
+        let mut list = self.list.lock();
+        // SAFETY: `hq` only goes on its own `requeue`'s list, this one.
+        if unsafe { list.remove(hq) }.is_some() {
+            self.listed.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -369,8 +585,8 @@ impl<Q: QueueOps> Vtable<Q> {
         timeout: None,
         poll: Some(poll_tramp::<Q>),
         complete: Some(complete_tramp::<Q>),
-        init_hctx: None,
-        exit_hctx: None,
+        init_hctx: Some(init_hctx_tramp::<Q>),
+        exit_hctx: Some(exit_hctx_tramp),
         init_request: Some(init_request_tramp::<Q>),
         exit_request: Some(exit_request_tramp::<Q>),
         cleanup_rq: None,
@@ -463,12 +679,16 @@ unsafe extern "C" fn queue_rq_tramp<Q: QueueOps>(
     // SAFETY: The queue's data is the `Arc<Q>` its `Disk` holds, which
     // outlives the queue's requests (`del_gendisk` drains them).
     let q = unsafe { ArcBorrow::<Q>::from_raw(sys::rnbd_rs_hctx_queuedata(hctx).cast()) };
+    // SAFETY: `init_hctx_tramp` set the driver data, which lives until
+    // `exit_hctx_tramp`, after the hctx's last `queue_rq`.
+    let hq = unsafe { ArcBorrow::<HwQueue>::from_raw((*hctx).driver_data.cast()) };
     // SAFETY: `bd` is valid for the call, with a request handed to us.
     let (rq, last) = unsafe { ((*bd).rq, (*bd).last) };
     let Some(rq) = NonNull::new(rq) else {
         return Status::ioerr().0;
     };
     q.queue_rq(
+        hq,
         Rq {
             rq,
             _p: PhantomData,
@@ -476,6 +696,53 @@ unsafe extern "C" fn queue_rq_tramp<Q: QueueOps>(
         last,
     )
     .0
+}
+
+/// # Safety
+///
+/// The block layer's `init_hctx` on a queue of a [`Disk<Q>`].
+unsafe extern "C" fn init_hctx_tramp<Q: QueueOps>(
+    hctx: *mut bindings::blk_mq_hw_ctx,
+    _data: *mut c_void,
+    _hctx_idx: u32,
+) -> c_int {
+    // SAFETY: `blk_mq_alloc_disk` sets the queue's data (the `Arc<Q>` the
+    // `Disk` holds) before it sets up the hctxs.
+    let q = unsafe { ArcBorrow::<Q>::from_raw(sys::rnbd_rs_hctx_queuedata(hctx).cast()) };
+    let Some(h) = NonNull::new(hctx) else {
+        return kernel::error::code::EINVAL.to_errno();
+    };
+    let init = pin_init!(HwQueue {
+        hctx: h,
+        requeue: q.requeue().clone(),
+        links <- ListLinks::new(),
+        tracker <- AtomicTracker::new(),
+    });
+    match Arc::pin_init(init, GFP_KERNEL) {
+        Ok(hq) => {
+            // SAFETY: The hctx is ours for the call; the driver data is
+            // the driver's. Taken back by `exit_hctx_tramp`.
+            unsafe { (*hctx).driver_data = Arc::into_raw(hq).cast_mut().cast() };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// The block layer's `exit_hctx` of an hctx `init_hctx_tramp` set up.
+unsafe extern "C" fn exit_hctx_tramp(hctx: *mut bindings::blk_mq_hw_ctx, _hctx_idx: u32) {
+    // SAFETY: The hctx is ours for the call; its driver data is the
+    // `Arc<HwQueue>` `init_hctx_tramp` left there, taken back once.
+    let p = unsafe { core::mem::take(&mut (*hctx).driver_data) };
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: As above: `init_hctx_tramp`'s `Arc`, taken back once.
+    let hq = unsafe { Arc::<HwQueue>::from_raw(p.cast()) };
+    // Off the list before the hctx goes (`HwQueue`'s invariant).
+    hq.requeue.remove(&hq);
 }
 
 /// # Safety

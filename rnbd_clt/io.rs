@@ -7,12 +7,21 @@
 
 use core::sync::atomic::{AtomicI32, Ordering};
 
-use kernel::error::Result;
+use kernel::{
+    error::{
+        code::{EAGAIN, ENOMEM},
+        Result,
+    },
+    sync::ArcBorrow,
+};
 
 use crate::dev::Dev;
-use crate::ffi::{InFlight, RateLimit, Rq, SgTable, Status};
-use crate::rnbd_core::proto::{rnbd_rw, MsgIo};
-use crate::rtrs_api::{Completion, ConType, Data, Dir, Permit, SgList};
+use crate::ffi::{HwQueue, InFlight, RateLimit, Rq, SgTable, Status};
+use crate::rnbd_core::{
+    proto::{rnbd_rw, MsgIo},
+    requeue::RERUN_MS,
+};
+use crate::rtrs_api::{Completion, ConType, Data, Dir, Permit, RequestError, SgList};
 
 /// A request's driver part: its scatterlist, what it maps, its result.
 pub(crate) struct IoDone {
@@ -52,6 +61,7 @@ impl Completion for IoDone {
 
     fn complete(mut req: InFlight<Dev>, permit: Permit<'_>, result: Result) {
         drop(permit);
+        req.queue().sess.requeue.put_permit();
         let errno = match result {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -61,8 +71,8 @@ impl Completion for IoDone {
     }
 }
 
-/// `queue_rq`.
-pub(crate) fn queue_rq(dev: &Dev, mut rq: Rq<'_, Dev>) -> Status {
+/// `queue_rq` on hardware queue `hq`.
+pub(crate) fn queue_rq(dev: &Dev, hq: ArcBorrow<'_, HwQueue>, mut rq: Rq<'_, Dev>) -> Status {
     if !dev.state().takes_io() {
         return Status::ioerr();
     }
@@ -71,10 +81,13 @@ pub(crate) fn queue_rq(dev: &Dev, mut rq: Rq<'_, Dev>) -> Status {
     let Some(rw) = rnbd_rw(op, sync, flush) else {
         return Status::notsupp();
     };
+    let requeue = &dev.sess.requeue;
     let Some(permit) = dev.sess.rtrs.try_permit(ConType::Io) else {
-        // The block layer runs the queue again shortly.
+        // A permit given back runs the queue again.
+        hq.wait_for_permit();
         return Status::resource();
     };
+    requeue.got_permit();
     let (sector, bytes, prio) = rq.pos_bytes_prio();
     let (cnt, len) = if op.has_segments() {
         match rq.map_data(|p| &mut p.c.sg) {
@@ -86,6 +99,9 @@ pub(crate) fn queue_rq(dev: &Dev, mut rq: Rq<'_, Dev>) -> Status {
                     true,
                     format_args!("sg_alloc_table_chained ret={}\n", e.to_errno()),
                 );
+                hq.run_after(RERUN_MS);
+                drop(permit);
+                requeue.put_permit();
                 return Status::resource();
             }
         }
@@ -108,16 +124,24 @@ pub(crate) fn queue_rq(dev: &Dev, mut rq: Rq<'_, Dev>) -> Status {
     let inflight = rq.start();
     match dev.sess.rtrs.request(dir, permit, &[&msg], inflight) {
         Ok(()) => Status::ok(),
-        Err(mut e) => {
+        Err(RequestError {
+            error,
+            permit,
+            req: mut inflight,
+        }) => {
             static RL: RateLimit = RateLimit::new();
             dev.log_rl(
                 &RL,
                 true,
-                format_args!("RTRS failed to transfer IO, err: {}\n", e.error.to_errno()),
+                format_args!("RTRS failed to transfer IO, err: {}\n", error.to_errno()),
             );
-            e.req.pdu().c.sg.free();
-            let busy = e.error.to_errno() == -(kernel::bindings::EAGAIN as i32)
-                || e.error.to_errno() == -(kernel::bindings::ENOMEM as i32);
+            let busy = error == EAGAIN || error == ENOMEM;
+            if busy {
+                hq.run_after(RERUN_MS);
+            }
+            inflight.pdu().c.sg.free();
+            drop(permit);
+            requeue.put_permit();
             if busy {
                 Status::resource()
             } else {

@@ -20,7 +20,8 @@
 //! - `sysfs`: the files' show and store, and the block device's fops.
 //!
 //! Lock order (outer first): `Clt::map`, a session's device list
-//! (`SessEv::devs`), a device's `inner`; `Clt::idx` alone.
+//! (`SessEv::devs`), a device's `inner`; `Clt::idx` alone; a session's
+//! `Requeue::list` alone, with interrupts off (`queue_rq`, completions).
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -30,6 +31,7 @@ mod rnbd_core {
     pub mod dev;
     pub mod map_opts;
     pub mod proto;
+    pub mod requeue;
 }
 
 // rtrs_core's rate limiting, for the log lines of IO and completions.

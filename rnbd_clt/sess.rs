@@ -21,7 +21,7 @@ use kernel::{
 };
 
 use crate::dev::Dev;
-use crate::ffi::{self, Major, TagSet};
+use crate::ffi::{self, Major, Requeue, TagSet};
 use crate::rnbd_core::map_opts::{Lossy, MapOpts};
 use crate::rnbd_core::proto::MsgSessInfo;
 use crate::rtrs_api::{
@@ -314,6 +314,9 @@ pub(crate) struct Sess {
     pub(crate) rtrs: Session<Pin<KBox<SessEv>>>,
     /// One tag set for the session's disks.
     pub(crate) tag_set: TagSet<Dev>,
+    /// Its disks' hardware queues waiting for a permit, and the permits
+    /// their IO holds.
+    pub(crate) requeue: Arc<Requeue>,
     /// `max_io_size` and `max_segments` of the session when it opened.
     pub(crate) max_io_size: u32,
     pub(crate) max_segments: u32,
@@ -391,6 +394,7 @@ impl Sess {
                 name: cname,
                 rtrs,
                 tag_set,
+                requeue: Requeue::new()?,
                 max_io_size: a.max_io_size,
                 max_segments: a.max_segments,
                 nr_poll_queues: o.nr_poll_queues,

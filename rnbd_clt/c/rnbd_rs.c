@@ -91,6 +91,19 @@ void *rnbd_rs_hctx_queuedata(struct blk_mq_hw_ctx *hctx)
 	return hctx->queue->queuedata;
 }
 
+unsigned long rnbd_rs_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void rnbd_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
 static int rnbd_rs_major;
 
 /* The module's own queue: its exit waits for what is queued on it. */

@@ -45,6 +45,8 @@ u16 rnbd_rs_rq_nr_phys_segments(struct request *rq);
 int rnbd_rs_rq_map_sg(struct request *rq, struct scatterlist *sgl);
 void *rnbd_rs_rq_queuedata(struct request *rq);
 void *rnbd_rs_hctx_queuedata(struct blk_mq_hw_ctx *hctx);
+unsigned long rnbd_rs_spin_lock_irqsave(spinlock_t *lock);
+void rnbd_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 int rnbd_rs_register_blkdev(const char *name);
 unsigned int rnbd_rs_num_online_cpus(void);
 struct workqueue_struct *rnbd_rs_alloc_wq(void);

@@ -12,3 +12,4 @@
 pub mod dev;
 pub mod map_opts;
 pub mod proto;
+pub mod requeue;
