@@ -5,10 +5,11 @@
 # (EEXIST) and bad options (EINVAL); the link events: the path's disconnect
 # makes the device "closed", its reconnect remaps it "open" and IO verifies
 # again; a normal unmap that closes the session on both sides; a force unmap
-# under IO; and the module's unload.
+# under IO; two devices on a session with 8 permits, one unmapped under the
+# other's IO; and the module's unload.
 . "$(dirname "$0")/../lib.sh"
 RNBD_RS_KO=$RTRS_REPO/rnbd_clt/rnbd-client-rs.ko
-PLAN=24
+PLAN=31
 skip_all_unless_api $PLAN
 [ -f "$RNBD_RS_KO" ] || skip_all $PLAN "rnbd_clt is not built (make test-tools)"
 tap_plan $PLAN
@@ -65,6 +66,49 @@ tap_check "force unmap under IO" sh -c "echo force > $b/rnbd/unmap_device"
 wait $fpid
 tap_check "after it: fio ended, the disk and the session are gone" \
 	wait_for 60 sh -c "[ ! -e $b ] && [ ! -e $SRV/$S ]"
+
+# Few permits: two devices on one session whose server gives 8 permits, each
+# with 64 requests in flight. A queue that finds no permit is listed and
+# rerun when one comes back (C's requeue lists). Unmapping one device while
+# the other's IO runs must take its queues off that list: a rerun of a freed
+# hctx is a use-after-free KASAN reports.
+S2=rs2
+# dev_of <sess> <device_path>: the mapped device.
+dev_of() {
+	local b
+	for b in /sys/block/rnbd*; do
+		_read_line "$b/rnbd/session" && [ "$_LINE" = "$1" ] &&
+			_read_line "$b/rnbd/mapping_path" && [ "$_LINE" = "$2" ] &&
+			{ echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+reload_server() {
+	unload_modules rnbd_server rtrs_server brd &&
+		modprobe brd rd_nr=2 rd_size=65536 max_part=0 &&
+		modprobe rtrs_server sess_queue_depth=8 && modprobe rnbd_server &&
+		grep -qx 8 /sys/module/rtrs_server/parameters/sess_queue_depth
+}
+tap_check "the server again, with two disks and 8 permits a session" reload_server
+for d in ram0 ram1; do
+	echo "sessname=$S2 path=ip:$SRV_ADDR device_path=/dev/$d" > $CTL/map_device
+done
+da=$(dev_of $S2 /dev/ram0); db=$(dev_of $S2 /dev/ram1)
+tap_check "/dev/ram0 and /dev/ram1 mapped on one session ($da, $db)" test -b "$da" -a -b "$db"
+# 2 jobs of 32 requests each, on each device; b's run is 4 times a's.
+few() { fio_verify "$1" 4k "$2" --iodepth=32 --numjobs=2 --offset_increment="$2"; }
+few "$db" 32M > /tmp/rs-fb.out 2>&1 & fb=$!
+few "$da" 8M > /tmp/rs-fa.out 2>&1; ra=$?
+tap_check "fio verify on a, beside b's, with 8 permits: clean" test $ra = 0
+kill -0 $fb 2> /dev/null; rb_running=$?
+tap_check "unmap a (normal) while b's IO runs" \
+	sh -c "echo normal > /sys/block/${da#/dev/}/rnbd/unmap_device"
+wait $fb; rb=$?
+tap_check "fio verify on b, across a's unmap: clean" test $rb = 0
+[ $rb_running = 0 ] || diag "b's fio had ended before a's unmap: the unmap did not run under IO"
+tap_check "unmap b" sh -c "echo normal > /sys/block/${db#/dev/}/rnbd/unmap_device"
+tap_check "the session is gone on both sides" \
+	wait_for 60 sh -c "[ ! -e /sys/class/rtrs-client/$S2 ] && [ ! -e $SRV/$S2 ]"
 tap_check "rnbd-client-rs unloads" unload_modules rnbd_client_rs rtrs_client_rs
 stop_server
 tap_check "nothing left loaded" test -z "$(rtrs_modules_loaded)"
