@@ -454,6 +454,7 @@ def main():
         md.append("")
 
     rnbd_rs_section(src, runs, meta, res, md)
+    rnbd_rs_few_section(src, runs, meta, res, md)
 
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
@@ -546,6 +547,50 @@ def rnbd_rs_section(src, runs, meta, res, md):
                 fmt(cpu_ratio(s["rsrs"], s["c"]), 2), fmt(cpu_ratio(s["rsrs"], s["rs"]), 2)))
         md.append("")
     res["rnbd_rs_cpu"] = cpu_rows
+
+
+def rnbd_rs_few_section(src, runs, meta, res, md):
+    """BENCH_SECTIONS=rnbd-rs-few: 4 jobs of QD 32 on two devices of one
+    session with few permits; C/C against RS/RS (and RS/RS of another
+    rnbd-client-rs build, rsrs2)."""
+    cells = collect(src, runs, "rnbdrsfew")
+    if not cells:
+        return
+    stacks = [("c", "C/C"), ("rsrs", "RS/RS")]
+    if any("rsrs2" in v for v in cells.values()):
+        stacks.append(("rsrs2", "RS/RS (%s)" % meta.get("rnbd_rs2_version", "rsrs2").split(" ")[0]))
+    md.append("## Few permits: two devices on one session, %s permits" % meta.get("few_qd", "?"))
+    md.append("")
+    md.append("4k, 4 jobs of QD 32 over both devices (128 requests for the permits). IOPS: median "
+              "of the rounds (min-max); us/IO: guest system+irq+softirq CPU per IO. Ratios over "
+              "C/C with the verdict as above.")
+    md.append("")
+    md.append("| rw | " + " | ".join("%s IOPS | %s us/IO" % (n, n) for _, n in stacks) + " | "
+              + " | ".join("%s over C/C" % n for _, n in stacks[1:]) + " |")
+    md.append("|---|" + "---|---|" * len(stacks) + "---|" * (len(stacks) - 1))
+    rows = []
+    for k in sorted(cells, key=lambda k: k[2]):
+        s = {cl: summarize(cells[k].get(cl, {}).get("ok", [])) for cl, _ in stacks}
+        fl = {cl: cells[k].get(cl, {}).get("fail", []) for cl, _ in stacks}
+        row = {"rw": k[2], "bs": k[3], "qd": k[4], "jobs": k[5], "failures": fl}
+        cols = []
+        for cl, _ in stacks:
+            row[cl] = s[cl]
+            if s[cl].get("rounds"):
+                cols.append("%s (%s-%s) | %s" % (fmt(s[cl]["iops"]), fmt(s[cl]["iops_min"]),
+                                                 fmt(s[cl]["iops_max"]), fmt(s[cl].get("cpu_us_per_io"), 1)))
+            else:
+                cols.append("%s | -" % (("failed: " + fl[cl][0]) if fl[cl] else "-"))
+        ratios = []
+        for cl, _ in stacks[1:]:
+            r, v = verdict(s["c"], s[cl])
+            row["ratio_" + cl] = r
+            row["verdict_" + cl] = v
+            ratios.append("%s (%s)" % (fmt(r, 2), v))
+        rows.append(row)
+        md.append("| %s | %s | %s |" % (k[2], " | ".join(cols), " | ".join(ratios)))
+    md.append("")
+    res["rnbd_rs_few"] = rows
 
 
 def write_svg(path, rows, meta):

@@ -25,6 +25,10 @@
 #            rtrs-client: 4k randread/randwrite at QD 1 and 32 over one path,
 #            then CPU per IO at a fixed rate (4k QD 32), the three stacks
 #            alternated round by round (client c, rs and rsrs in runs.tsv)
+#   rnbd-rs-few  (only when named) few permits: 4k randread and randwrite,
+#            4 jobs of QD 32 over two devices of one session whose server
+#            gives 8 permits (FEW_QD), C/C against RS/RS (and rsrs2, another
+#            rnbd-client-rs build, with RNBD_RS2_KO)
 # BENCH=quick runs a small version of each (development only).
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib.sh"
@@ -511,6 +515,59 @@ sec_rnbd_rs() {
 			rrs_unload $cl
 		done
 	done
+}
+
+# --- rnbd-rs-few: few permits, two devices on one session ---------------------
+# The server gives 8 permits a session (sess_queue_depth=8); 4 jobs of QD 32
+# on two devices of one session, so most requests find no permit and wait
+# for one: what rnbd-client's requeue lists are for. Stacks: c (C/C), rsrs
+# (rnbd-client-rs on this module) and, with RNBD_RS2_KO (bench.sh:
+# BENCH_RNBD_RS2_REF), rsrs2, another build of rnbd-client-rs.
+FEW_QD=${FEW_QD:-8}
+few_stacks() { echo "c rsrs${RNBD_RS2_KO:+ rsrs2}"; }
+# dev_of_disk <sess> <disk>: the rnbd device of the session mapping /dev/<disk>.
+dev_of_disk() {
+	local b
+	for b in /sys/block/rnbd*; do
+		_read_line "$b/rnbd/session" && [ "$_LINE" = "$1" ] &&
+			_read_line "$b/rnbd/mapping_path" && [ "$_LINE" = "/dev/$2" ] &&
+			{ echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+sec_rnbd_rs_few() {
+	if [ -z "$RNBD_RS_KO" ] || [ ! -f "$RNBD_RS_KO" ]; then
+		log "rnbd-rs-few: rnbd-client-rs is not built ('$RNBD_RS_KO')"
+		return 1
+	fi
+	{
+		echo "few_qd $FEW_QD"
+		[ -n "${RNBD_RS2_KO:-}" ] && echo "rnbd_rs2_version $(modinfo -F version "$RNBD_RS2_KO" 2>/dev/null) $(modinfo -F srcversion "$RNBD_RS2_KO" 2>/dev/null)"
+	} >> "$OUT/meta.txt"
+	server_unload
+	server_load sess_queue_depth="$FEW_QD" || return 1
+	local r cl d1 d2 rw ko
+	for (( r = 1; r <= ROUNDS; r++ )); do
+		for cl in $(few_stacks); do
+			log "rnbd-rs-few: round $r, stack $cl"
+			ko=$RNBD_RS_KO; [ "$cl" = rsrs2 ] && ko=$RNBD_RS2_KO
+			if [ "$cl" = c ]; then client_load c; else modprobe rtrs_core && load_rs && insmod "$ko"; fi || {
+				log "rnbd-rs-few: $cl does not load"; rrs_unload "${cl%2}"; continue; }
+			map_paths fw ram0 1 > /dev/null
+			echo "sessname=fw path=$(path_of 1) device_path=/dev/ram1" > $RNBD_CTL/map_device
+			d1=$(dev_of_disk fw ram0); d2=$(dev_of_disk fw ram1)
+			if [ -b "$d1" ] && [ -b "$d2" ]; then
+				for rw in randread randwrite; do
+					fio_run rnbdrsfew $cl $r 1 - "$d1:$d2" "$rw" 4k 32 4
+				done
+			else
+				log "rnbd-rs-few: $cl: map failed ($d1 $d2): $(dmesg | tail -n 5 | tr '\n' ' ')"
+			fi
+			unmap_rnbd fw
+			rrs_unload "${cl%2}"
+		done
+	done
+	server_unload
 }
 
 log "start: sections '$SECTIONS', rounds $ROUNDS, runtime $RUNTIME s, $NCPU CPUs, kernel $(uname -r)"

@@ -11,6 +11,8 @@
 #                                         C's rnbd-client on this module and on C's rtrs-client
 #   BENCH_DIR=<dir>                       where the results go (default bench-out/<date>)
 #   BENCH_RS2_REF=<commit> ...            that commit's module as a third client (rs2)
+#   BENCH_RNBD_RS2_REF=<commit> ...       that commit's rnbd-client-rs in the rnbd-rs-few
+#                                         section (stack rsrs2)
 #
 # The module is built for the perf kernel in a copy of the checkout under
 # the kernel cache, so the checkout's own build (for the test kernel) stays.
@@ -29,7 +31,7 @@ make -s -C "$BUILD" KDIR="$KDIR" modules
 # section says it is not built).
 RNBD_RS_KO=
 case " ${BENCH_SECTIONS:-} " in
-*" rnbd-rs "* | *" rnbd_rs "*)
+*" rnbd-rs "* | *" rnbd_rs "* | *" rnbd-rs-few "*)
 	if make -s -C "$BUILD/rnbd_clt" KDIR="$KDIR" modules; then
 		RNBD_RS_KO=$BUILD/rnbd_clt/rnbd-client-rs.ko
 	else
@@ -47,6 +49,17 @@ if [ -n "${BENCH_RS2_REF:-}" ]; then
 	make -s -C "$BUILD2" KDIR="$KDIR" modules
 	RS2_KO=$BUILD2/rtrs-client-rs.ko
 fi
+# BENCH_RNBD_RS2_REF=<commit>: that commit's rnbd-client-rs too, as stack
+# "rsrs2" of the rnbd-rs-few section (a before/after in one boot).
+RNBD_RS2_KO=
+if [ -n "${BENCH_RNBD_RS2_REF:-}" ]; then
+	BUILD3=$KCACHE_DIR/bench-rnbd2
+	rm -rf "$BUILD3"; mkdir -p "$BUILD3"
+	git archive "$BENCH_RNBD_RS2_REF" | tar -x -C "$BUILD3"
+	cp "$BUILD/Module.symvers" "$BUILD3/"
+	make -s -C "$BUILD3/rnbd_clt" KDIR="$KDIR" modules
+	RNBD_RS2_KO=$BUILD3/rnbd_clt/rnbd-client-rs.ko
+fi
 OUTDIR=${BENCH_DIR:-$REPO/bench-out/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUTDIR"
 echo "bench: results in $OUTDIR"
@@ -62,7 +75,7 @@ done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
 	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} MATRIX_TWO=${MATRIX_TWO:-1} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
-	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
+	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' RNBD_RS2_KO='$RNBD_RS2_KO' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
 {
 	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
 	echo "date $(date -u +%Y-%m-%d)"
