@@ -553,12 +553,17 @@ def rnbd_rs_few_section(src, runs, meta, res, md):
     """BENCH_SECTIONS=rnbd-rs-few: 4 jobs of QD 32 on two devices of one
     session with few permits; C/C against RS/RS (and RS/RS of another
     rnbd-client-rs build, rsrs2)."""
+    def short(err):
+        # One line of a failure's text, fit for a table cell.
+        return err.split(" | ")[0].splitlines()[0][:90].replace("|", "/")
+
     cells = collect(src, runs, "rnbdrsfew")
-    if not cells:
+    light = collect(src, runs, "rnbdrsfewlight")
+    if not cells and not light:
         return
     stacks = [("c", "C/C"), ("rsrs", "RS/RS")]
     if any("rsrs2" in v for v in cells.values()):
-        stacks.append(("rsrs2", "RS/RS (%s)" % meta.get("rnbd_rs2_version", "rsrs2").split(" ")[0]))
+        stacks.append(("rsrs2", "RS/RS at %s" % meta.get("rnbd_rs2_ref", "?")))
     md.append("## Few permits: two devices on one session, %s permits" % meta.get("few_qd", "?"))
     md.append("")
     md.append("4k, 4 jobs of QD 32 over both devices (128 requests for the permits). IOPS: median "
@@ -580,7 +585,7 @@ def rnbd_rs_few_section(src, runs, meta, res, md):
                 cols.append("%s (%s-%s) | %s" % (fmt(s[cl]["iops"]), fmt(s[cl]["iops_min"]),
                                                  fmt(s[cl]["iops_max"]), fmt(s[cl].get("cpu_us_per_io"), 1)))
             else:
-                cols.append("%s | -" % (("failed: " + fl[cl][0]) if fl[cl] else "-"))
+                cols.append("%s | -" % (("failed: " + short(fl[cl][0])) if fl[cl] else "-"))
         ratios = []
         for cl, _ in stacks[1:]:
             r, v = verdict(s["c"], s[cl])
@@ -591,6 +596,29 @@ def rnbd_rs_few_section(src, runs, meta, res, md):
         md.append("| %s | %s | %s |" % (k[2], " | ".join(cols), " | ".join(ratios)))
     md.append("")
     res["rnbd_rs_few"] = rows
+    lrows = []
+    if light:
+        md.append("One job of QD 1 (4k randread) on one device while 4 jobs of QD 32 read the other: "
+                  "IOPS (min-max) and completion latency p50 / p99 in us, medians of the rounds.")
+        md.append("")
+        md.append("| " + " | ".join("%s IOPS | %s p50 / p99 us" % (n, n) for _, n in stacks) + " |")
+        md.append("|" + "---|---|" * len(stacks))
+        for k in sorted(light):
+            s = {cl: summarize(light[k].get(cl, {}).get("ok", [])) for cl, _ in stacks}
+            fl = {cl: light[k].get(cl, {}).get("fail", []) for cl, _ in stacks}
+            cols = []
+            for cl, _ in stacks:
+                if s[cl].get("rounds"):
+                    cols.append("%s (%s-%s) | %s / %s" % (
+                        fmt(s[cl]["iops"]), fmt(s[cl]["iops_min"]), fmt(s[cl]["iops_max"]),
+                        fmt(s[cl].get("p50_us")), fmt(s[cl].get("p99_us"))))
+                else:
+                    cols.append("%s | -" % (("failed: " + short(fl[cl][0])) if fl[cl] else "-"))
+            lrows.append({"rw": k[2], "bs": k[3], "qd": k[4], "failures": fl,
+                          **{cl: s[cl] for cl, _ in stacks}})
+            md.append("| %s |" % " | ".join(cols))
+        md.append("")
+    res["rnbd_rs_few_light"] = lrows
 
 
 def write_svg(path, rows, meta):

@@ -27,8 +27,10 @@
 #            alternated round by round (client c, rs and rsrs in runs.tsv)
 #   rnbd-rs-few  (only when named) few permits: 4k randread and randwrite,
 #            4 jobs of QD 32 over two devices of one session whose server
-#            gives 8 permits (FEW_QD), C/C against RS/RS (and rsrs2, another
-#            rnbd-client-rs build, with RNBD_RS2_KO)
+#            gives 8 permits (FEW_QD); then one job of QD 1 on one device
+#            beside 4 jobs of QD 32 on the other (its IOPS and latency);
+#            C/C against RS/RS (and rsrs2, another rnbd-client-rs build,
+#            with RNBD_RS2_KO)
 # BENCH=quick runs a small version of each (development only).
 set -uo pipefail
 . "$(dirname "$0")/../tests/lib.sh"
@@ -542,11 +544,11 @@ sec_rnbd_rs_few() {
 	fi
 	{
 		echo "few_qd $FEW_QD"
-		[ -n "${RNBD_RS2_KO:-}" ] && echo "rnbd_rs2_version $(modinfo -F version "$RNBD_RS2_KO" 2>/dev/null) $(modinfo -F srcversion "$RNBD_RS2_KO" 2>/dev/null)"
+		[ -n "${RNBD_RS2_KO:-}" ] && echo "rnbd_rs2_ref ${RNBD_RS2_REF:-?}"
 	} >> "$OUT/meta.txt"
 	server_unload
 	server_load sess_queue_depth="$FEW_QD" || return 1
-	local r cl d1 d2 rw ko
+	local r cl d1 d2 rw ko hog
 	for (( r = 1; r <= ROUNDS; r++ )); do
 		for cl in $(few_stacks); do
 			log "rnbd-rs-few: round $r, stack $cl"
@@ -560,6 +562,14 @@ sec_rnbd_rs_few() {
 				for rw in randread randwrite; do
 					fio_run rnbdrsfew $cl $r 1 - "$d1:$d2" "$rw" 4k 32 4
 				done
+				# One job of QD 1 on d1 beside 4 jobs of QD 32 on d2: d1's
+				# queue has nothing in flight of its own when it waits.
+				fio --name=hog --filename="$d2" --direct=1 --ioengine=libaio --rw=randread \
+					--bs=4k --iodepth=32 --numjobs=4 --time_based --runtime=$(( RUNTIME + RAMP + 3 )) \
+					--size=${DISK_MB}M $FIO_NRM --output=/dev/null > /dev/null 2>&1 & hog=$!
+				_sleep 1
+				fio_run rnbdrsfewlight $cl $r 1 - "$d1" randread 4k 1 1
+				wait $hog
 			else
 				log "rnbd-rs-few: $cl: map failed ($d1 $d2): $(dmesg | tail -n 5 | tr '\n' ' ')"
 			fi

@@ -51,7 +51,7 @@ if [ -n "${BENCH_RS2_REF:-}" ]; then
 fi
 # BENCH_RNBD_RS2_REF=<commit>: that commit's rnbd-client-rs too, as stack
 # "rsrs2" of the rnbd-rs-few section (a before/after in one boot).
-RNBD_RS2_KO=
+RNBD_RS2_KO= RNBD_RS2_REF=
 if [ -n "${BENCH_RNBD_RS2_REF:-}" ]; then
 	BUILD3=$KCACHE_DIR/bench-rnbd2
 	rm -rf "$BUILD3"; mkdir -p "$BUILD3"
@@ -59,6 +59,7 @@ if [ -n "${BENCH_RNBD_RS2_REF:-}" ]; then
 	cp "$BUILD/Module.symvers" "$BUILD3/"
 	make -s -C "$BUILD3/rnbd_clt" KDIR="$KDIR" modules
 	RNBD_RS2_KO=$BUILD3/rnbd_clt/rnbd-client-rs.ko
+	RNBD_RS2_REF=$(git rev-parse --short "$BENCH_RNBD_RS2_REF")
 fi
 OUTDIR=${BENCH_DIR:-$REPO/bench-out/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUTDIR"
@@ -75,7 +76,7 @@ done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
 	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} MATRIX_TWO=${MATRIX_TWO:-1} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' \
-	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' RNBD_RS2_KO='$RNBD_RS2_KO' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
+	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' RNBD_RS2_KO='$RNBD_RS2_KO' RNBD_RS2_REF='$RNBD_RS2_REF' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
 {
 	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
 	echo "date $(date -u +%Y-%m-%d)"
