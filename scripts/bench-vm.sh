@@ -527,16 +527,6 @@ sec_rnbd_rs() {
 # BENCH_RNBD_RS2_REF), rsrs2, another build of rnbd-client-rs.
 FEW_QD=${FEW_QD:-8}
 few_stacks() { echo "c rsrs${RNBD_RS2_KO:+ rsrs2}"; }
-# dev_of_disk <sess> <disk>: the rnbd device of the session mapping /dev/<disk>.
-dev_of_disk() {
-	local b
-	for b in /sys/block/rnbd*; do
-		_read_line "$b/rnbd/session" && [ "$_LINE" = "$1" ] &&
-			_read_line "$b/rnbd/mapping_path" && [ "$_LINE" = "/dev/$2" ] &&
-			{ echo "/dev/${b##*/}"; return 0; }
-	done
-	return 1
-}
 sec_rnbd_rs_few() {
 	if [ -z "$RNBD_RS_KO" ] || [ ! -f "$RNBD_RS_KO" ]; then
 		log "rnbd-rs-few: rnbd-client-rs is not built ('$RNBD_RS_KO')"
@@ -557,7 +547,7 @@ sec_rnbd_rs_few() {
 				log "rnbd-rs-few: $cl does not load"; rrs_unload "${cl%2}"; continue; }
 			map_paths fw ram0 1 > /dev/null
 			echo "sessname=fw path=$(path_of 1) device_path=/dev/ram1" > $RNBD_CTL/map_device
-			d1=$(dev_of_disk fw ram0); d2=$(dev_of_disk fw ram1)
+			d1=$(rnbd_dev_of_path fw /dev/ram0); d2=$(rnbd_dev_of_path fw /dev/ram1)
 			if [ -b "$d1" ] && [ -b "$d2" ]; then
 				for rw in randread randwrite; do
 					fio_run rnbdrsfew $cl $r 1 - "$d1:$d2" "$rw" 4k 32 4

@@ -110,6 +110,18 @@ rnbd_dev_of() {
 	return 1
 }
 
+# rnbd_dev_of_path <sessname> <device_path>: the session's device mapping
+# that path on the server.
+rnbd_dev_of_path() {
+	local b
+	for b in /sys/block/rnbd*; do
+		_read_line "$b/rnbd/session" && [ "$_LINE" = "$1" ] &&
+			_read_line "$b/rnbd/mapping_path" && [ "$_LINE" = "$2" ] &&
+			{ echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+
 # unmap_rnbd <sessname>: unmap every device of a session.
 unmap_rnbd() {
 	local b rc=0 mark

@@ -73,16 +73,6 @@ tap_check "after it: fio ended, the disk and the session are gone" \
 # the other's IO runs must take its queues off that list: a rerun of a freed
 # hctx is a use-after-free KASAN reports.
 S2=rs2
-# dev_of <sess> <device_path>: the mapped device.
-dev_of() {
-	local b
-	for b in /sys/block/rnbd*; do
-		_read_line "$b/rnbd/session" && [ "$_LINE" = "$1" ] &&
-			_read_line "$b/rnbd/mapping_path" && [ "$_LINE" = "$2" ] &&
-			{ echo "/dev/${b##*/}"; return 0; }
-	done
-	return 1
-}
 reload_server() {
 	unload_modules rnbd_server rtrs_server brd &&
 		modprobe brd rd_nr=2 rd_size=65536 max_part=0 &&
@@ -93,7 +83,7 @@ tap_check "the server again, with two disks and 8 permits a session" reload_serv
 for d in ram0 ram1; do
 	echo "sessname=$S2 path=ip:$SRV_ADDR device_path=/dev/$d" > $CTL/map_device
 done
-da=$(dev_of $S2 /dev/ram0); db=$(dev_of $S2 /dev/ram1)
+da=$(rnbd_dev_of_path $S2 /dev/ram0); db=$(rnbd_dev_of_path $S2 /dev/ram1)
 tap_check "/dev/ram0 and /dev/ram1 mapped on one session ($da, $db)" test -b "$da" -a -b "$db"
 # 2 jobs of 32 requests each, on each device; b's run is 4 times a's.
 few() { fio_verify "$1" 4k "$2" --iodepth=32 --numjobs=2 --offset_increment="$2"; }
