@@ -396,8 +396,9 @@ unsafe impl Backend for IrqSpinLockBackend {
 /// # Invariants
 ///
 /// `hctx` is valid while the hctx is between `init_hctx` and `exit_hctx`,
-/// and it is used only then: in `queue_rq` and, under the list's lock,
-/// while this is on the list, which `exit_hctx` takes it off first. It is
+/// and it is used only then: in `queue_rq` and under the list's lock
+/// while this is on the list or just taken off it (`exit_hctx` takes it
+/// off under that lock first). It is
 /// only ever put on `requeue`'s list.
 #[pin_data]
 pub(crate) struct HwQueue {
@@ -525,8 +526,10 @@ impl Requeue {
         // SAFETY: It was on the list, so its hctx lives (`exit_hctx` takes
         // it off under this lock first). `true`: run from kblockd.
         unsafe { bindings::blk_mq_run_hw_queue(entry.hctx.as_ptr(), true) };
-        drop(list);
+        // Unlisted under the lock, as C clears `in_list`: a `queue_rq` that
+        // sees it still listed is sure of this rerun.
         drop(entry);
+        drop(list);
         true
     }
 
@@ -706,12 +709,12 @@ unsafe extern "C" fn init_hctx_tramp<Q: QueueOps>(
     _data: *mut c_void,
     _hctx_idx: u32,
 ) -> c_int {
-    // SAFETY: `blk_mq_alloc_disk` sets the queue's data (the `Arc<Q>` the
-    // `Disk` holds) before it sets up the hctxs.
-    let q = unsafe { ArcBorrow::<Q>::from_raw(sys::rnbd_rs_hctx_queuedata(hctx).cast()) };
     let Some(h) = NonNull::new(hctx) else {
         return kernel::error::code::EINVAL.to_errno();
     };
+    // SAFETY: `blk_mq_alloc_disk` sets the queue's data (the `Arc<Q>` the
+    // `Disk` holds) before it sets up the hctxs.
+    let q = unsafe { ArcBorrow::<Q>::from_raw(sys::rnbd_rs_hctx_queuedata(hctx).cast()) };
     let init = pin_init!(HwQueue {
         hctx: h,
         requeue: q.requeue().clone(),

@@ -51,7 +51,7 @@ if [ -n "${BENCH_RS2_REF:-}" ]; then
 fi
 # BENCH_RNBD_RS2_REF=<commit>: that commit's rnbd-client-rs too, as stack
 # "rsrs2" of the rnbd-rs-few section (a before/after in one boot).
-RNBD_RS2_KO= RNBD_RS2_REF=
+RNBD_RS2_KO='' RNBD_RS2_REF=''
 if [ -n "${BENCH_RNBD_RS2_REF:-}" ]; then
 	BUILD3=$KCACHE_DIR/bench-rnbd2
 	rm -rf "$BUILD3"; mkdir -p "$BUILD3"

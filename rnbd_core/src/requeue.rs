@@ -16,7 +16,9 @@ pub enum NoPermit {
 }
 
 /// C's delay before the block layer reruns a queue nothing else would: no
-/// permit is held, or the request failed for now (ENOMEM, EAGAIN).
+/// permit is held, or the request failed for now (ENOMEM, EAGAIN). (The
+/// block layer's own rerun after BLK_STS_RESOURCE, at once or after 3 ms,
+/// comes later and sets the delay that holds.)
 pub const RERUN_MS: u32 = 10;
 
 /// The verdict for a queue just listed, given `busy`, the permits this
