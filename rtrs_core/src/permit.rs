@@ -133,6 +133,11 @@ pub struct PermitLayout {
     psize: usize,
     queue_depth: u32,
     bytes: usize,
+    /// `psize` is `odd << shift`; `inv` is `odd`'s inverse modulo 2^64, so
+    /// that `index` divides exactly by a multiplication: the IO path checks
+    /// a permit twice per request, and a division is slow.
+    shift: u32,
+    inv: usize,
 }
 
 impl PermitLayout {
@@ -155,10 +160,26 @@ impl PermitLayout {
             Some(b) => b,
             None => return Err(PermitLayoutError::PoolSize),
         };
+        let shift = if psize == 0 {
+            0
+        } else {
+            psize.trailing_zeros()
+        };
+        let odd = psize >> shift;
+        // Newton's iteration: `odd * odd` is 1 modulo 8 (3 bits right), and
+        // each step doubles the bits right: 6, 12, 24, 48, 96.
+        let mut inv = odd;
+        let mut step = 0;
+        while step < 5 {
+            inv = inv.wrapping_mul(2usize.wrapping_sub(odd.wrapping_mul(inv)));
+            step += 1;
+        }
         Ok(Self {
             psize,
             queue_depth,
             bytes,
+            shift,
+            inv,
         })
     }
 
@@ -199,10 +220,14 @@ impl PermitLayout {
 
     /// The index of the permit at offset `off`, if a permit starts there.
     pub fn index(&self, off: usize) -> Option<u32> {
-        if off.checked_rem(self.psize) != Some(0) {
+        if self.psize == 0 || off & ((1usize << self.shift) - 1) != 0 {
             return None;
         }
-        let i = u32::try_from(off.checked_div(self.psize)?).ok()?;
+        // Below the depth, `q * odd` is below `bytes` and so does not wrap:
+        // then `q * odd == off >> shift` exactly, and `q` is the quotient.
+        // Any `off` that `odd` does not divide gives a `q` at or above it.
+        let q = (off >> self.shift).wrapping_mul(self.inv);
+        let i = u32::try_from(q).ok()?;
         (i < self.queue_depth).then_some(i)
     }
 }
@@ -445,6 +470,40 @@ mod tests {
             }
             assert_eq!(l.offset(qd), None);
             assert_eq!(l.index(qd as usize * 32), None, "one past the pool");
+        }
+    }
+
+    #[test]
+    fn layout_index_without_division_matches_division() {
+        // What `index` computes, by division.
+        fn by_div(l: &PermitLayout, off: usize) -> Option<u32> {
+            let p = l.psize();
+            if p == 0 || !off.is_multiple_of(p) {
+                return None;
+            }
+            u32::try_from(off / p).ok().filter(|&i| i < l.queue_depth())
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for pdu in (0..200).chain([1000, 4095, 4096, 65535, 1 << 20]) {
+            for qd in [1u32, 2, 3, 7, 64, 128, 512, 1000, 4096] {
+                let l = PermitLayout::new(24, pdu, qd).unwrap();
+                let p = l.psize();
+                let mut offs: Vec<usize> = (0..qd as usize + 2)
+                    .flat_map(|i| [i * p, i * p + 1, i * p + 8, (i * p).wrapping_sub(8)])
+                    .collect();
+                offs.extend((0..200).map(|_| next() as usize % (l.bytes() + p + 1)));
+                offs.extend((0..50).map(|_| next() as usize));
+                offs.extend([usize::MAX, usize::MAX - 7, 1 << 63]);
+                for off in offs {
+                    assert_eq!(l.index(off), by_div(&l, off), "pdu {pdu} qd {qd} off {off}");
+                }
+            }
         }
     }
 
