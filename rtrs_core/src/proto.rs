@@ -493,16 +493,32 @@ fn wr(buf: &mut [u8], off: usize, bytes: &[u8]) -> Result<(), WireError> {
     Ok(())
 }
 
+/// `wr` of a fixed-size field: a store of `N` bytes, not a `memcpy` call
+/// (the IO path writes its message's fields with these).
+fn wr_arr<const N: usize>(buf: &mut [u8], off: usize, bytes: [u8; N]) -> Result<(), WireError> {
+    let have = buf.len();
+    let end = off.checked_add(N).ok_or(WireError::BufferTooSmall {
+        need: usize::MAX,
+        have,
+    })?;
+    let dst: &mut [u8; N] = buf
+        .get_mut(off..end)
+        .and_then(|d| d.try_into().ok())
+        .ok_or(WireError::BufferTooSmall { need: end, have })?;
+    *dst = bytes;
+    Ok(())
+}
+
 fn wr_u16(buf: &mut [u8], off: usize, v: u16) -> Result<(), WireError> {
-    wr(buf, off, &v.to_le_bytes())
+    wr_arr(buf, off, v.to_le_bytes())
 }
 
 fn wr_u32(buf: &mut [u8], off: usize, v: u32) -> Result<(), WireError> {
-    wr(buf, off, &v.to_le_bytes())
+    wr_arr(buf, off, v.to_le_bytes())
 }
 
 fn wr_u64(buf: &mut [u8], off: usize, v: u64) -> Result<(), WireError> {
-    wr(buf, off, &v.to_le_bytes())
+    wr_arr(buf, off, v.to_le_bytes())
 }
 
 /// Checks the le16 type at offset 0 against `want`.
