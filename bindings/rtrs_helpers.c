@@ -214,6 +214,11 @@ unsigned int rtrs_rs_raw_smp_processor_id(void)
 	return raw_smp_processor_id();
 }
 
+#if defined(CONFIG_X86_64) && defined(CONFIG_SMP)
+const unsigned long rtrs_rs_pcpu_cpu_number = (unsigned long)&pcpu_hot.cpu_number;
+const unsigned long rtrs_rs_pcpu_this_cpu_off = (unsigned long)&this_cpu_off;
+#endif
+
 int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			  int nents, enum dma_data_direction dir)
 {

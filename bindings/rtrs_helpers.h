@@ -114,6 +114,14 @@ int rtrs_rs_dev_ifindex(const char name[16]);
 
 /* raw_smp_processor_id() (a macro). */
 unsigned int rtrs_rs_raw_smp_processor_id(void);
+#if defined(CONFIG_X86_64) && defined(CONFIG_SMP)
+/*
+ * The per-CPU addresses (%gs-relative) of the running CPU's id and of its
+ * per-CPU offset, so that Rust reads them inline as this_cpu_read does.
+ */
+extern const unsigned long rtrs_rs_pcpu_cpu_number;
+extern const unsigned long rtrs_rs_pcpu_this_cpu_off;
+#endif
 
 /* Scatterlist DMA mapping and fast registration (static inlines). */
 struct scatterlist;

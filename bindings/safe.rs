@@ -24,8 +24,25 @@ unsafe extern "C" {
     /// `nr_cpu_ids`: reads a variable that is fixed after boot.
     pub(crate) safe fn rtrs_rs_nr_cpu_ids() -> kernel::ffi::c_uint;
 
-    /// `raw_smp_processor_id()`: reads the running CPU's id.
+    /// `raw_smp_processor_id()`: reads the running CPU's id (x86-64 reads
+    /// it inline).
+    #[cfg(not(all(CONFIG_X86_64, CONFIG_SMP)))]
     pub(crate) safe fn rtrs_rs_raw_smp_processor_id() -> kernel::ffi::c_uint;
+
+    /// `&pcpu_hot.cpu_number` as a per-CPU (%gs-relative) address: a
+    /// constant, set at link time.
+    #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+    pub(crate) safe static rtrs_rs_pcpu_cpu_number: kernel::ffi::c_ulong;
+
+    /// `raw_cpu_ptr(p)`: pointer arithmetic only (`p` plus the running
+    /// CPU's per-CPU offset), never a dereference, so any `p` is fine.
+    #[cfg(not(all(CONFIG_X86_64, CONFIG_SMP)))]
+    pub(crate) safe fn rtrs_rs_raw_cpu_ptr(p: *mut kernel::ffi::c_void)
+        -> *mut kernel::ffi::c_void;
+
+    /// `&this_cpu_off` as a per-CPU (%gs-relative) address: a constant.
+    #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+    pub(crate) safe static rtrs_rs_pcpu_this_cpu_off: kernel::ffi::c_ulong;
 
     /// `cpu < nr_cpu_ids && cpu_possible(cpu)`: the bound is checked before
     /// the mask is read, so any `cpu` is fine.
@@ -51,7 +68,14 @@ unsafe extern "C" {
 
     /// `rcu_read_lock()`: no requirement (the unlock has one: it must pair
     /// with a lock on the same task, so it stays `unsafe`).
+    #[cfg(not(all(CONFIG_PREEMPT_RCU, not(CONFIG_DEBUG_LOCK_ALLOC))))]
     pub(crate) safe fn rtrs_rs_rcu_read_lock();
+
+    /// `__rcu_read_lock()`: all that `rcu_read_lock()` does with preemptible
+    /// RCU and without lockdep (its other parts are lockdep and sparse
+    /// annotations); no requirement, as the helper's.
+    #[cfg(all(CONFIG_PREEMPT_RCU, not(CONFIG_DEBUG_LOCK_ALLOC)))]
+    pub(crate) safe fn __rcu_read_lock();
 
     /// `synchronize_rcu()`: waits for a grace period.
     pub(crate) safe fn rtrs_rs_synchronize_rcu();

@@ -155,10 +155,9 @@ impl PathStats {
     /// `rtrs_clt_update_wc_stats`: a completion for the connection of
     /// `con_cpu` arrived on this CPU.
     pub(crate) fn update_wc(&self, con_cpu: u32) {
-        let cpu = crate::ffi::misc::this_cpu_id();
-        if cpu != con_cpu {
-            if let (Some(to), Some(from)) = (self.pcpu.get(cpu), self.pcpu.get(con_cpu)) {
-                to.migr_to.fetch_add(1, Ordering::Relaxed);
+        if crate::ffi::misc::this_cpu_id() != con_cpu {
+            if let Some(from) = self.pcpu.get(con_cpu) {
+                self.pcpu.this_cpu().migr_to.fetch_add(1, Ordering::Relaxed);
                 from.migr_from.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -15,7 +15,9 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 # The figures as they are (no headroom): one more block or impl fails the
 # check; lower a limit when one goes.
-MAX_TOTAL=117
+# 119: the two %gs-relative loads of ffi/misc.rs (the CPU id and per-CPU
+# offset read inline, as C's this_cpu_read) came in 2026-12-05.
+MAX_TOTAL=119
 MAX_OUTSIDE=21
 MAX_IMPL_TOTAL=51
 MAX_IMPL_OUTSIDE=2

@@ -25,9 +25,69 @@ pub(crate) fn ktime_get_ns() -> i64 {
 }
 
 /// `raw_smp_processor_id()`: the CPU this runs on, which may change right
-/// after unless preemption is off.
+/// after unless preemption is off. Inline on x86-64, as C's.
+#[inline]
 pub(crate) fn this_cpu_id() -> u32 {
-    bindings::rtrs_rs_raw_smp_processor_id()
+    #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+    {
+        gs::read_u32(bindings::rtrs_rs_pcpu_cpu_number)
+    }
+    #[cfg(not(all(CONFIG_X86_64, CONFIG_SMP)))]
+    {
+        bindings::rtrs_rs_raw_smp_processor_id()
+    }
+}
+
+/// `this_cpu_read(this_cpu_off)`: the running CPU's per-CPU offset, which
+/// `raw_cpu_ptr` adds to a per-CPU pointer. x86-64 only.
+#[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+#[inline]
+pub(crate) fn this_cpu_off() -> usize {
+    gs::read_ulong(bindings::rtrs_rs_pcpu_this_cpu_off) as usize
+}
+
+/// `this_cpu_read` of the two per-CPU variables above, one `%gs`-relative
+/// load each, as C's: a migration cannot split it.
+#[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+mod gs {
+    use kernel::ffi::c_ulong;
+
+    /// The `u32` at per-CPU address `at`, which must be one of the
+    /// `rtrs_rs_pcpu_*` constants.
+    #[inline(always)]
+    pub(super) fn read_u32(at: c_ulong) -> u32 {
+        let v: u32;
+        // SAFETY: `at` is the per-CPU address of a `u32` variable of the
+        // kernel's (`pcpu_hot.cpu_number`); in kernel mode `%gs` is the
+        // running CPU's per-CPU area, where every per-CPU variable exists.
+        // The load reads memory only.
+        unsafe {
+            core::arch::asm!(
+                "mov {v:e}, gs:[{at}]",
+                at = in(reg) at,
+                v = out(reg) v,
+                options(nostack, readonly, preserves_flags)
+            )
+        };
+        v
+    }
+
+    /// The `unsigned long` at per-CPU address `at`, as `read_u32`.
+    #[inline(always)]
+    pub(super) fn read_ulong(at: c_ulong) -> c_ulong {
+        let v: c_ulong;
+        // SAFETY: As in `read_u32`: `at` is the per-CPU address of an
+        // `unsigned long` (`this_cpu_off`).
+        unsafe {
+            core::arch::asm!(
+                "mov {v}, gs:[{at}]",
+                at = in(reg) at,
+                v = out(reg) v,
+                options(nostack, readonly, preserves_flags)
+            )
+        };
+        v
+    }
 }
 
 /// `cpu_possible(cpu)` (false at and beyond `nr_cpu_ids`).

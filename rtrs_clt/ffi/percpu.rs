@@ -61,10 +61,20 @@ impl<T: Zeroed> PerCpu<T> {
 
     /// `raw_cpu_ptr(p)`: the slot of the CPU this runs on (which may change
     /// right after: the caller only updates atomics in it).
+    #[inline]
     pub(crate) fn this_cpu(&self) -> &T {
+        #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+        let p = self
+            .p
+            .as_ptr()
+            .wrapping_byte_add(misc::this_cpu_off())
+            .cast::<T>();
+        #[cfg(not(all(CONFIG_X86_64, CONFIG_SMP)))]
+        let p = bindings::rtrs_rs_raw_cpu_ptr(self.p.as_ptr()).cast::<T>();
         // SAFETY: By the type invariant the area holds a valid `T` for every
-        // possible CPU, and the one this runs on is possible.
-        unsafe { &*bindings::rtrs_rs_raw_cpu_ptr(self.p.as_ptr()).cast::<T>() }
+        // possible CPU, and the one this runs on is possible: `p` is its
+        // slot (`raw_cpu_ptr`: the area plus the CPU's per-CPU offset).
+        unsafe { &*p }
     }
 
     /// Every possible CPU's slot, as `for_each_possible_cpu`.

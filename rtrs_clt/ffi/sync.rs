@@ -99,24 +99,37 @@ impl Completion {
     }
 }
 
+// `rcu_read_lock()` and `rcu_read_unlock()`: with preemptible RCU and no
+// lockdep they are the out-of-line `__rcu_read_lock()` and
+// `__rcu_read_unlock()` alone, which the guard calls directly (the IO path
+// takes two or three guards per request); else through the C helpers.
+#[cfg(all(CONFIG_PREEMPT_RCU, not(CONFIG_DEBUG_LOCK_ALLOC)))]
+use {bindings::__rcu_read_lock as rcu_lock, kernel::bindings::__rcu_read_unlock as rcu_unlock};
+#[cfg(not(all(CONFIG_PREEMPT_RCU, not(CONFIG_DEBUG_LOCK_ALLOC))))]
+use {
+    bindings::rtrs_rs_rcu_read_lock as rcu_lock, bindings::rtrs_rs_rcu_read_unlock as rcu_unlock,
+};
+
 /// An RCU read-side critical section (`rcu_read_lock` until drop). Never
 /// sleep while holding one.
 pub(crate) struct RcuGuard(core::marker::PhantomData<*mut ()>);
 
 impl RcuGuard {
     /// `rcu_read_lock()`.
+    #[inline]
     pub(crate) fn new() -> Self {
         // Paired with the unlock in drop.
-        bindings::rtrs_rs_rcu_read_lock();
+        rcu_lock();
         Self(core::marker::PhantomData)
     }
 }
 
 impl Drop for RcuGuard {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: Paired with the lock in `new`, on the same task (the guard
         // is not `Send`).
-        unsafe { bindings::rtrs_rs_rcu_read_unlock() };
+        unsafe { rcu_unlock() };
     }
 }
 
@@ -282,6 +295,7 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
     }
 
     /// The entry at `i`, for as long as `g` is held.
+    #[inline]
     pub(crate) fn get<'a>(&'a self, i: usize, g: &'a RcuGuard) -> Option<ArcBorrow<'a, T>> {
         self.entry(i, Keep::rcu(g))
     }
@@ -295,6 +309,7 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
     }
 
     /// The entry at `i`, which `keep` keeps for `'a`.
+    #[inline]
     fn entry<'a>(&'a self, i: usize, keep: Keep<'a, T, W>) -> Option<ArcBorrow<'a, T>> {
         match keep {
             Keep::Rcu(_) if i >= self.len() => return None,
