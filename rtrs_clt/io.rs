@@ -98,7 +98,7 @@ unsafe impl<C: IoCon> CqeFirst for Req<C> {
         let g = RcuGuard::new();
         if let Some(io) = con.io(&g) {
             let e = req.inv_errno.load(Ordering::Acquire);
-            let _ = io.complete_rdma_req(con, req, e);
+            let _ = io.complete_rdma_req(con, &g, req, e);
         }
     }
 }
@@ -330,7 +330,7 @@ impl<C: IoCon> IoCtx<C> {
         ) else {
             return Err(EINVAL);
         };
-        let qp = con.qp(g).ok_or(econnaborted())?;
+        let qp = con.qp(g).ok_or_else(econnaborted)?;
         let Some(own) = req.slot.take_free() else {
             pr_err_rl!("{}: request slot {} busy\n", con.sess(), a.mem_id);
             return Err(EBUSY);
@@ -436,7 +436,7 @@ impl<C: IoCon> IoCtx<C> {
         };
         let usr_len16 = u16::try_from(a.usr_len).map_err(|_| emsgsize())?;
         let buf = own.iu.as_mut().buf_mut();
-        let msg_buf = buf.get_mut(a.usr_len..).ok_or(emsgsize())?;
+        let msg_buf = buf.get_mut(a.usr_len..).ok_or_else(emsgsize)?;
         let msg_len = if a.read {
             let desc = RtrsSgDesc {
                 addr: iova,
@@ -448,9 +448,9 @@ impl<C: IoCon> IoCtx<C> {
         } else {
             RtrsMsgRdmaWrite { usr_len: usr_len16 }.encode(msg_buf)?
         };
-        let sg_size = a.usr_len.checked_add(msg_len).ok_or(emsgsize())?;
+        let sg_size = a.usr_len.checked_add(msg_len).ok_or_else(emsgsize)?;
         let sg_size32 = u32::try_from(sg_size).map_err(|_| emsgsize())?;
-        let off = u32::try_from(a.data_len.checked_add(a.usr_len).ok_or(emsgsize())?)
+        let off = u32::try_from(a.data_len.checked_add(a.usr_len).ok_or_else(emsgsize)?)
             .map_err(|_| emsgsize())?;
         let imm = self.layout.io_req_imm(a.mem_id, off)?;
         // Writes: the data through the MR, then header and message, to the
@@ -619,14 +619,22 @@ impl<C: IoCon> IoCtx<C> {
 
     /// `process_io_rsp` for an IO response `RtrsImm::decode` took against
     /// this path's queue depth (so `msg_id` names a slot). CQ context.
-    pub(crate) fn process_io_rsp(&self, con: &C, msg_id: u32, errno: i32, w_inval: bool) {
+    /// `g` is the completion's read-side section, which `io` was read in.
+    pub(crate) fn process_io_rsp(
+        &self,
+        con: &C,
+        g: &RcuGuard,
+        msg_id: u32,
+        errno: i32,
+        w_inval: bool,
+    ) {
         let Some(req) = usize::try_from(msg_id).ok().and_then(|i| self.reqs.get(i)) else {
             return;
         };
         if w_inval {
             req.need_inval.store(false, Ordering::Release);
         }
-        if !self.complete_rdma_req(con, req, errno) {
+        if !self.complete_rdma_req(con, g, req, errno) {
             // A response unasked for, or a second one: C ignores it silently.
             pr_err_rl!(
                 "{}: IO response for msg_id {} that is not in flight\n",
@@ -640,7 +648,7 @@ impl<C: IoCon> IoCtx<C> {
     /// CQ context. With the MR still registered, the request completes
     /// when its local invalidation does. False if the request was not in
     /// flight.
-    fn complete_rdma_req(&self, con: &C, req: &Req<C>, errno: i32) -> bool {
+    fn complete_rdma_req(&self, con: &C, g: &RcuGuard, req: &Req<C>, errno: i32) -> bool {
         let Some(mut own) = req.slot.take_posted() else {
             return false;
         };
@@ -649,7 +657,7 @@ impl<C: IoCon> IoCtx<C> {
             let rkey = own.mr.get().rkey;
             // The invalidation's completion takes the slot.
             own.post();
-            match self.post_inv(con, req, rkey) {
+            match self.post_inv(con, g, req, rkey) {
                 Ok(()) => return true,
                 Err(e) => {
                     // C leaves the request hanging here; finish it. Quietly
@@ -737,9 +745,8 @@ impl<C: IoCon> IoCtx<C> {
     }
 
     /// `rtrs_inv_rkey`: a signaled IB_WR_LOCAL_INV of the slot's MR.
-    fn post_inv(&self, con: &C, req: &Req<C>, rkey: u32) -> Result {
-        let g = RcuGuard::new();
-        let qp = con.qp(&g).ok_or(econnaborted())?;
+    fn post_inv(&self, con: &C, g: &RcuGuard, req: &Req<C>, rkey: u32) -> Result {
+        let qp = con.qp(g).ok_or_else(econnaborted)?;
         let wr = bindings::ib_send_wr {
             __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
                 wr_cqe: req.inv_cqe.as_ptr(),

@@ -64,7 +64,7 @@ impl Con {
                     }) => {
                         // Decoded against `io`'s depth: `io` is there.
                         if let Some(io) = io {
-                            io.process_io_rsp(self, msg_id, errno, w_inval);
+                            io.process_io_rsp(self, &g, msg_id, errno, w_inval);
                         }
                         w_inval
                     }
@@ -220,7 +220,7 @@ impl Con {
             }
             io.set_rkey(msg.buf_id, msg.rkey);
             if let Some((errno, w_inval)) = rsp {
-                io.process_io_rsp(self, msg_id, errno, w_inval);
+                io.process_io_rsp(self, &g, msg_id, errno, w_inval);
             }
         }
         drop(g);
@@ -250,7 +250,7 @@ impl Con {
     /// ECONNABORTED once the QP is unpublished or being drained.
     fn post_recv_empty(&self) -> Result {
         let g = RcuGuard::new();
-        self.qp(&g).ok_or(econnaborted())?.post_recv(None)
+        self.qp(&g).ok_or_else(econnaborted)?.post_recv(None)
     }
 
     /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`; ECONNABORTED
@@ -258,7 +258,7 @@ impl Con {
     pub(crate) fn post_imm_empty(&self, imm_val: u32) -> Result {
         let flags = self.next_send_flags();
         let g = RcuGuard::new();
-        let q = self.qp(&g).ok_or(econnaborted())?;
+        let q = self.qp(&g).ok_or_else(econnaborted)?;
         q.qp().post_imm_empty::<IoCompDone>(imm_val, flags)
     }
 }

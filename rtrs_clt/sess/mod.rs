@@ -497,7 +497,7 @@ impl Sess {
         if !self.is_connected() {
             return Err(ecomm());
         }
-        let l = self.limits.get().ok_or(ecomm())?;
+        let l = self.limits.get().ok_or_else(ecomm)?;
         attr.queue_depth = l.permits.queue_depth();
         attr.max_segments = l.clt.max_segments;
         attr.max_io_size = l.clt.query_max_io_size();

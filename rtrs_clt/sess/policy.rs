@@ -40,6 +40,8 @@ impl PathViews for LiveViews<'_> {
         self.list.len()
     }
 
+    // Inline: each request reads its path's view two or three times.
+    #[inline]
     fn view(&self, i: usize) -> Option<PathView> {
         let e = self.list.get(i, self.g)?;
         let sh = e.sp.shared();
@@ -71,7 +73,7 @@ impl Sess {
             return Err(EINVAL);
         }
         let usr = UsrHdr::Kvecs(usr);
-        let usr_len = usr.len().ok_or(emsgsize())?;
+        let usr_len = usr.len().ok_or_else(emsgsize)?;
         let r = ReqDesc {
             read,
             usr,
@@ -110,9 +112,12 @@ impl Sess {
             now_ns: (policy == MpPolicy::ServiceTime).then(crate::ffi::misc::ktime_get_ns),
         };
         let n = views.paths_num();
-        let cpu = crate::ffi::misc::this_cpu_id();
-        let slot = usize::try_from(cpu)
-            .ok()
+        // This CPU's round-robin cursor, which only round-robin reads: the
+        // other policies neither look up the CPU nor store to the cursors'
+        // shared lines.
+        let slot = (policy == MpPolicy::Rr)
+            .then(crate::ffi::misc::this_cpu_id)
+            .and_then(|cpu| usize::try_from(cpu).ok())
             .and_then(|c| self.rr_cursor.get(c));
         let mut cursor = slot.and_then(|c| {
             let v = c.load(Ordering::Relaxed);
