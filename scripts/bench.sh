@@ -8,6 +8,7 @@
 #   BENCH_SECTIONS="matrix cpu" ...       only some sections (see bench-vm.sh)
 #   BENCH_SECTIONS=profile ...            where the CPU goes per IO (perf), into profile.md
 #   PROF_SECS=<s> PROF_HZ=<hz> ...        the profile's window per run (10 s) and rate (997 Hz)
+#   PROF_INV=Y ...                        the profile under one server mode only (both: Y N)
 #   BENCH_SECTIONS=rnbd-rs ...            the Rust stack (rnbd-client-rs on this module) against
 #                                         C's rnbd-client on this module and on C's rtrs-client
 #   BENCH_DIR=<dir>                       where the results go (default bench-out/<date>)
@@ -76,7 +77,7 @@ echo "bench: results in $OUTDIR"
 done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 rc=0
 VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
-	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} MATRIX_TWO=${MATRIX_TWO:-1} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' PROF_SECS='${PROF_SECS:-}' PROF_HZ='${PROF_HZ:-}' \
+	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} MATRIX_TWO=${MATRIX_TWO:-1} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' PROF_SECS='${PROF_SECS:-}' PROF_HZ='${PROF_HZ:-}' PROF_INV='${PROF_INV:-}' \
 	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' RNBD_RS2_KO='$RNBD_RS2_KO' RNBD_RS2_REF='$RNBD_RS2_REF' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
 {
 	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
