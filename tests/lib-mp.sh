@@ -326,11 +326,26 @@ mp_path_delay_up() {
 	mp_path_delay "$_MP_N" "$ms" || { diag "netem on path $_MP_N failed"; return 1; }
 	wait_for "$t" _mp_cond_or_down
 	"$_MP_COND" && return 0
-	mp_path_connected "$_MP_S" "$_MP_N" && return 1
+	# A path rxe lost silently stays connected until a heartbeat side gives
+	# up on it: give that its time before calling the path merely slow.
+	if mp_path_connected "$_MP_S" "$_MP_N"; then
+		wait_for "$(_mp_hb_detect_secs)" _mp_cond_or_down
+		"$_MP_COND" && return 0
+		mp_path_connected "$_MP_S" "$_MP_N" && return 1
+	fi
 	mp_path_gone "$_MP_S" "$_MP_N" && { diag "path $_MP_N vanished after its netem delay was added"; return 1; }
 	diag "path $_MP_N lost after its netem delay was added ($(mp_path_state "$_MP_S" "$_MP_N")): reconnected once, the delay kept"
 	mp_path_reconnect "$_MP_S" "$_MP_N" 90 || return 1
 	wait_for "$t" "$_MP_COND"
+}
+# _mp_hb_detect_secs: the most a heartbeat takes to find a silent path, from
+# this module's parameters (interval x (missed max + 2), C's 5 s x 5 when the
+# module is not loaded), plus a second.
+_mp_hb_detect_secs() {
+	local p=/sys/module/rtrs_client_rs/parameters iv mm
+	iv=$(cat $p/hb_interval_ms 2>/dev/null || echo 5000)
+	mm=$(cat $p/hb_missed_max 2>/dev/null || echo 5)
+	echo $(( iv * (mm + 2) / 1000 + 1 ))
 }
 # _mp_cond_or_down: <cond> holds, or path n is not connected: down or gone,
 # either ends the wait (mp_path_delay_up tells them apart after it).
