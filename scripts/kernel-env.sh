@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034  # sets variables for the scripts that source it
 # Sourced by the build and VM scripts: where the cached kernel for a flavour lives.
-# FLAVOUR=test (base + debug checkers, the default) or perf (base only).
+# FLAVOUR=test (base + debug checkers, the default) or perf (base + -O2).
 # The cache key is the kernel package version plus a hash of the config
 # fragments, the build script and the toolchain versions.
 SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -8,7 +8,7 @@ FLAVOUR=${FLAVOUR:-test}
 RTRS_CACHE=${RTRS_CACHE:-/var/cache/rtrs-rs}
 case "$FLAVOUR" in
 	test) FRAGMENTS=("$SCRIPTS_DIR/kconfig/base.config" "$SCRIPTS_DIR/kconfig/debug.config") ;;
-	perf) FRAGMENTS=("$SCRIPTS_DIR/kconfig/base.config") ;;
+	perf) FRAGMENTS=("$SCRIPTS_DIR/kconfig/base.config" "$SCRIPTS_DIR/kconfig/perf.config") ;;
 	*) echo "unknown FLAVOUR=$FLAVOUR" >&2; return 1 ;;
 esac
 export PATH="$HOME/.cargo/bin:$PATH"
