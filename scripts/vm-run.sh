@@ -15,6 +15,8 @@
 #   VM_CPUS=2 VM_MEM=2G VM_TIMEOUT=3600
 #   VM_LEAKCHECK=1  run a kmemleak scan after the command, into $VM_OUT/kmemleak
 #   VM_NO_RXE=1     do not load rdma_rxe
+#   VM_QEMU_ARGS='...'  more qemu arguments, split on blanks (e.g. a TCG plugin:
+#                   -plugin scripts/qemu-insn-count.so,out=<file>)
 #   VERBOSE=1       print the kernel log after the run
 #   RTRS_TIER=quick|full  how long the tests run (make check: quick; default full)
 set -uo pipefail
@@ -65,6 +67,7 @@ append+=" log_buf_len=16M"
 # (seen in 2 of 5 boots once the test kernel had tracing).
 append+=" no5lvl"
 
+# shellcheck disable=SC2086 # VM_QEMU_ARGS is a list of arguments
 timeout --foreground -k 10 "${VM_TIMEOUT:-3600}" \
 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${VM_CPUS:-2}" -m "${VM_MEM:-2G}" \
 	-nodefaults -no-reboot -display none -no-user-config \
@@ -77,7 +80,7 @@ qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "${VM_CPUS:-2}" -m "${V
 	-device virtio-rng-pci \
 	-chardev file,id=con,path="$OUT/console.log" -serial chardev:con \
 	-chardev stdio,id=cmdout,signal=off -serial chardev:cmdout \
-	</dev/null
+	${VM_QEMU_ARGS:-} </dev/null
 qrc=$?
 
 if [ -s "$OUT/rc" ]; then
