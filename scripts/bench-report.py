@@ -455,6 +455,7 @@ def main():
 
     rnbd_rs_section(src, runs, meta, res, md)
     rnbd_rs_few_section(src, runs, meta, res, md)
+    insn_section(out, md)
 
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
@@ -462,6 +463,21 @@ def main():
         f.write("\n".join(md) + "\n")
     write_svg(os.path.join(out, "bench.svg"), rows, meta)
     print("\n".join(md))
+
+
+def insn_section(out, md):
+    """insn.md's summary table (scripts/bench-insn.py), when bench.sh wrote it."""
+    try:
+        lines = open(os.path.join(out, "insn.md")).read().splitlines()
+    except OSError:
+        return
+    try:
+        i = lines.index("## Summary: the client module's instructions per IO")
+    except ValueError:
+        return
+    j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    md.append("## Instructions per IO (exact, a TCG plugin; see insn.md)")
+    md.extend(l for l in lines[i + 1:j])
 
 
 # The stacks of the rnbd-rs section (client column of runs.tsv).

@@ -20,6 +20,14 @@
 #            client: where the CPU goes per IO (perf record -a); the cells
 #            are PROF_CELLS, "rw bs qd" separated by commas, each in the
 #            server modes PROF_INV (always_invalidate), ROUNDS times
+#   insn     (only when named; scripts/bench.sh boots a VM of its own for
+#            it, under the TCG plugin scripts/qemu-insn-count.c) exact
+#            instruction counts of the guest kernel per address, for each
+#            client over one path: INSN_CELLS ("rw bs qd" separated by
+#            commas), in the server modes PROF_INV, ROUNDS times; counters
+#            reset after the ramp and dumped after INSN_SECS, the rnbd
+#            device's completed IOs read around both (insn.tsv; raw/ holds
+#            the module symbols and /proc/modules of each client load)
 #   rnbd-rs  (only when named) the Rust stack, rnbd-client-rs on this module
 #            (RNBD_RS_KO), against C's rnbd-client on this module and on C's
 #            rtrs-client: 4k randread/randwrite at QD 1 and 32 over one path,
@@ -442,6 +450,75 @@ sec_profile() {
 					done
 				fi
 				unmap_rnbd bp
+				client_unload $cl
+			done
+		done
+	done
+	server_unload
+}
+
+# Exact instructions per IO (scripts/qemu-insn-count.c counts every kernel
+# instruction executed, by address; scripts/bench-insn.py attributes them to
+# modules and symbols). Needs the plugin in the VM (bench.sh's own boot for
+# this section) and INSN_MARK, the guest's trigger (scripts/insn-mark.c).
+# Each run: fio over one path (time-based, INSN_SECS plus the ramp and one
+# second of margin); after the ramp insn-mark resets the counters, INSN_SECS
+# later it dumps them; each prints the rnbd device's completed IOs just before
+# and after its magic no-op, and the window's IOs are the difference of the
+# midpoints. One line per run in insn.tsv (dump: the plugin's dump number).
+INSN_SECS=${INSN_SECS:-$([ $QUICK = 1 ] && echo 2 || echo 4)}
+INSN_CELLS=${INSN_CELLS:-randread 4k 1,randwrite 4k 1,randread 64k 1,randread 4k 32,randwrite 4k 32,randread 64k 32}
+sec_insn() {
+	[ -x "${INSN_MARK:-}" ] || { log "insn: no trigger program ('${INSN_MARK:-}')"; return 1; }
+	# The plugin's file, which bench.sh puts beside this output.
+	grep -q '^# qemu-insn-count' "$OUT/insn.dump" 2>/dev/null ||
+		{ log "insn: no $OUT/insn.dump: is the VM under the plugin (bench.sh)?"; return 1; }
+	local r cl dev rw bs qd id cells cell inv mod load=0 fpid a0 a1 b0 b1 ios
+	local tsv=$OUT/insn.tsv
+	[ -e "$tsv" ] || printf 'id\tclient\tround\tinv\trw\tbs\tqd\tmodule\tload\tdump\tios\tios_reset\tios_dump\n' > "$tsv"
+	{ echo "insn_secs $INSN_SECS"; echo "insn_cells $INSN_CELLS"; echo "insn_inv $PROF_INV"; } >> "$OUT/meta.txt"
+	echo 0 > /proc/sys/kernel/kptr_restrict
+	# The kernel's own symbols do not move in a boot: once.
+	grep -v '\[' /proc/kallsyms > "$OUT/raw/insn-kallsyms-kernel.txt"
+	IFS=, read -r -a cells <<< "$INSN_CELLS"
+	# The plugin numbers its dumps from 1 in this boot.
+	INSN_DUMP=${INSN_DUMP:-0}
+	for inv in $PROF_INV; do
+		server_unload
+		server_load always_invalidate="$inv" || return 1
+		for (( r = 1; r <= ROUNDS; r++ )); do
+			for cl in $CLIENTS; do
+				client_load $cl || continue
+				mod=rtrs_client_rs; [ "$cl" = c ] && mod=rtrs_client
+				dev=$(map_paths bi ram0 1)
+				load=$(( load + 1 ))
+				# The modules' symbols of this load (their addresses change
+				# from load to load).
+				grep '\[' /proc/kallsyms > "$OUT/raw/insn-kallsyms-$load.txt"
+				cat /proc/modules > "$OUT/raw/insn-modules-$load.txt"
+				if [ -b "$dev" ]; then
+					for cell in "${cells[@]}"; do
+						read -r rw bs qd <<< "$cell"
+						id=$(printf 'insn-%05d' $(( RUN_ID + 1 )))
+						RUNTIME=$(( INSN_SECS + RAMP + 1 )) RAMP=0 fio_run insn $cl $r 1 "inv=$inv" "$dev" "$rw" "$bs" "$qd" 1 &
+						fpid=$!
+						sleep "$RAMP"
+						read -r a0 a1 < <("$INSN_MARK" reset "${dev#/dev/}")
+						sleep "$INSN_SECS"
+						read -r b0 b1 < <("$INSN_MARK" dump "${dev#/dev/}")
+						INSN_DUMP=$(( INSN_DUMP + 1 ))
+						wait $fpid
+						RUN_ID=$(( RUN_ID + 1 ))
+						# Twice the IOs, so that it stays whole: the midpoints' difference.
+						ios=$(( (${b0:-0} + ${b1:-0}) - (${a0:-0} + ${a1:-0}) ))
+						printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$cl" "$r" "$inv" \
+							"$rw" "$bs" "$qd" "$mod" "$load" "$INSN_DUMP" "$(( ios / 2 )).$(( ios % 2 * 5 ))" \
+							"${a0:-?} ${a1:-?}" "${b0:-?} ${b1:-?}" >> "$tsv"
+					done
+				else
+					log "insn: $cl: map failed: $(dmesg | tail -n 5 | tr '\n' ' ')"
+				fi
+				unmap_rnbd bi
 				client_unload $cl
 			done
 		done

@@ -9,6 +9,9 @@
 #   BENCH_SECTIONS=profile ...            where the CPU goes per IO (perf), into profile.md
 #   PROF_SECS=<s> PROF_HZ=<hz> ...        the profile's window per run (10 s) and rate (997 Hz)
 #   PROF_INV=Y ...                        the profile under one server mode only (both: Y N)
+#   BENCH_SECTIONS=insn ...               exact instructions per IO of each client (a TCG plugin,
+#                                         in a VM boot of its own), into insn.md; INSN_CELLS,
+#                                         INSN_SECS, PROF_INV and ROUNDS choose the runs
 #   BENCH_SECTIONS=rnbd-rs ...            the Rust stack (rnbd-client-rs on this module) against
 #                                         C's rnbd-client on this module and on C's rtrs-client
 #   BENCH_DIR=<dir>                       where the results go (default bench-out/<date>)
@@ -75,19 +78,64 @@ echo "bench: results in $OUTDIR"
 (cd rtrs_core && for ex in select_tree select_lock; do
 	cargo run -q --release --example "$ex" || exit
 done) > "$OUTDIR/select_flat.txt" 2>&1 || true
+# The insn section runs in a boot of its own, under the counting plugin
+# (which slows TCG down); the others in one boot without it.
+SECTIONS_MAIN='' WANT_INSN=0
+if [ -z "${BENCH_SECTIONS:-}" ]; then
+	RUN_MAIN=1
+else
+	RUN_MAIN=0
+	for s in $BENCH_SECTIONS; do
+		if [ "$s" = insn ]; then WANT_INSN=1; else SECTIONS_MAIN+="${SECTIONS_MAIN:+ }$s"; RUN_MAIN=1; fi
+	done
+fi
+host_meta() {
+	{
+		echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
+		echo "date $(date -u +%Y-%m-%d)"
+		echo "commit $(scripts/source-version.sh .)"
+	} >> "$1/meta.txt"
+}
+vm_cmd() {
+	echo "BENCH=${BENCH:-full} BENCH_SECTIONS='$1' ROUNDS=${ROUNDS:-} MATRIX_TWO=${MATRIX_TWO:-1} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' PROF_SECS='${PROF_SECS:-}' PROF_HZ='${PROF_HZ:-}' PROF_INV='${PROF_INV:-}' \
+	 INSN_CELLS='${INSN_CELLS:-}' INSN_SECS='${INSN_SECS:-}' INSN_MARK='${INSN_MARK:-}' \
+	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' RNBD_RS2_KO='$RNBD_RS2_KO' RNBD_RS2_REF='$RNBD_RS2_REF' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh"
+}
 rc=0
-VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
-	"BENCH=${BENCH:-full} BENCH_SECTIONS='${BENCH_SECTIONS:-}' ROUNDS=${ROUNDS:-} MATRIX_TWO=${MATRIX_TWO:-1} RUNTIME=${RUNTIME:-} PROF_CELLS='${PROF_CELLS:-}' PROF_SECS='${PROF_SECS:-}' PROF_HZ='${PROF_HZ:-}' PROF_INV='${PROF_INV:-}' \
-	 RS_KO=$BUILD/rtrs-client-rs.ko RS2_KO=$RS2_KO RNBD_RS_KO='$RNBD_RS_KO' RNBD_RS2_KO='$RNBD_RS2_KO' RNBD_RS2_REF='$RNBD_RS2_REF' BENCH_OUT=/run/vm-out/bench bash $REPO/scripts/bench-vm.sh" || rc=$?
-{
-	echo "host $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, QEMU TCG (no KVM)"
-	echo "date $(date -u +%Y-%m-%d)"
-	echo "commit $(scripts/source-version.sh .)"
-} >> "$OUTDIR/vm/bench/meta.txt"
-python3 scripts/bench-report.py "$OUTDIR/vm/bench" "$OUTDIR"
-if grep -q '	profile	' "$OUTDIR/vm/bench/runs.tsv" 2>/dev/null; then
-	python3 scripts/bench-profile.py "$OUTDIR/vm/bench" "$OUTDIR/profile.md" > /dev/null
-	echo "bench: profile $OUTDIR/profile.md"
+if [ $RUN_MAIN = 1 ]; then
+	VM_OUT=$OUTDIR/vm VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} scripts/vm-run.sh \
+		"$(vm_cmd "$SECTIONS_MAIN")" || rc=$?
+	host_meta "$OUTDIR/vm/bench"
+	python3 scripts/bench-report.py "$OUTDIR/vm/bench" "$OUTDIR"
+	if grep -q '	profile	' "$OUTDIR/vm/bench/runs.tsv" 2>/dev/null; then
+		python3 scripts/bench-profile.py "$OUTDIR/vm/bench" "$OUTDIR/profile.md" > /dev/null
+		echo "bench: profile $OUTDIR/profile.md"
+	fi
+fi
+if [ $WANT_INSN = 1 ]; then
+	# The plugin (no QEMU header needed: it declares the API it uses) and the
+	# guest's trigger, under the kernel cache, which the guest sees.
+	gcc -O2 -Wall -shared -fPIC -o "$BUILD/qemu-insn-count.so" scripts/qemu-insn-count.c -lpthread
+	gcc -O2 -Wall -static -o "$BUILD/insn-mark" scripts/insn-mark.c
+	INSN_OUT=$OUTDIR/vm-insn
+	mkdir -p "$INSN_OUT/bench"
+	rm -f "$INSN_OUT/bench/insn.dump" "$INSN_OUT/bench/insn.dump.gz"
+	irc=0
+	INSN_MARK=$BUILD/insn-mark VM_OUT=$INSN_OUT VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-21600} \
+		VM_QEMU_ARGS="-plugin $BUILD/qemu-insn-count.so,out=$INSN_OUT/bench/insn.dump" \
+		scripts/vm-run.sh "$(INSN_MARK=$BUILD/insn-mark vm_cmd insn)" || irc=$?
+	[ $rc = 0 ] && rc=$irc
+	host_meta "$INSN_OUT/bench"
+	python3 scripts/bench-insn.py "$INSN_OUT/bench" "$OUTDIR/insn.md" || { [ $rc != 0 ] || rc=1; }
+	gzip -f "$INSN_OUT/bench/insn.dump" 2>/dev/null || true
+	echo "bench: instructions per IO $OUTDIR/insn.md"
+	# results.md from this boot when it is the only one (bench-report.py adds
+	# insn.md's summary to results.md).
+	if [ $RUN_MAIN = 0 ]; then
+		python3 scripts/bench-report.py "$INSN_OUT/bench" "$OUTDIR" > /dev/null
+	else
+		python3 scripts/bench-report.py "$OUTDIR/vm/bench" "$OUTDIR" > /dev/null
+	fi
 fi
 echo "bench: VM status $rc; report $OUTDIR/results.md"
 exit $rc
