@@ -219,6 +219,11 @@ const unsigned long rtrs_rs_pcpu_cpu_number = (unsigned long)&pcpu_hot.cpu_numbe
 const unsigned long rtrs_rs_pcpu_this_cpu_off = (unsigned long)&this_cpu_off;
 #endif
 
+bool rtrs_rs_ib_uses_virt_dma(struct ib_device *dev)
+{
+	return ib_uses_virt_dma(dev);
+}
+
 int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			  int nents, enum dma_data_direction dir)
 {

@@ -125,6 +125,8 @@ extern const unsigned long rtrs_rs_pcpu_this_cpu_off;
 
 /* Scatterlist DMA mapping and fast registration (static inlines). */
 struct scatterlist;
+/* ib_uses_virt_dma(): no DMA mapping (rxe, siw): sync and unmap do nothing. */
+bool rtrs_rs_ib_uses_virt_dma(struct ib_device *dev);
 int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			  int nents, enum dma_data_direction dir);
 void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,

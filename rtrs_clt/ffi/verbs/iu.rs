@@ -55,6 +55,8 @@ pub(crate) struct Iu<D: IuDone> {
     pub(super) size: usize,
     pub(super) dma_addr: u64,
     dir: bindings::dma_data_direction,
+    /// `ib_uses_virt_dma(dev)`: no sync or unmap to do.
+    virt_dma: bool,
     dev: *mut bindings::ib_device,
     pub(super) state: D::State,
     _done: PhantomData<fn(&D)>,
@@ -123,6 +125,7 @@ impl<D: IuDone> Iu<D> {
             size,
             dma_addr,
             dir,
+            virt_dma: dev.virt_dma(),
             dev: dev.ib_dev(),
             state,
             _done: PhantomData,
@@ -138,12 +141,14 @@ impl<D: IuDone> Iu<D> {
         // `buf` is `size` initialised bytes this value owns, which change
         // only through `&mut self` (or the device, before this sync).
         unsafe {
-            bindings::rtrs_rs_ib_dma_sync_single_for_cpu(
-                self.dev,
-                self.dma_addr,
-                self.size,
-                self.dir,
-            );
+            if !self.virt_dma {
+                bindings::rtrs_rs_ib_dma_sync_single_for_cpu(
+                    self.dev,
+                    self.dma_addr,
+                    self.size,
+                    self.dir,
+                );
+            }
             core::slice::from_raw_parts(self.buf.as_ptr(), self.size)
         }
     }
@@ -186,6 +191,9 @@ impl<D: IuDone> Iu<D> {
 
     /// `ib_dma_sync_single_for_device` of the first `len` bytes.
     pub(crate) fn sync_for_device_len(&self, len: usize) {
+        if self.virt_dma {
+            return;
+        }
         // SAFETY: By the type invariant the buffer is mapped on `dev`.
         unsafe {
             bindings::rtrs_rs_ib_dma_sync_single_for_device(
@@ -218,7 +226,9 @@ impl<D: IuDone> Drop for Iu<D> {
         // capacity `size`, freed here once, after the unmap; no posted
         // request still uses it (owner's order: drained).
         unsafe {
-            bindings::rtrs_rs_ib_dma_unmap_single(self.dev, self.dma_addr, self.size, self.dir);
+            if !self.virt_dma {
+                bindings::rtrs_rs_ib_dma_unmap_single(self.dev, self.dma_addr, self.size, self.dir);
+            }
             drop(KVec::from_raw_parts(
                 self.buf.as_ptr(),
                 self.size,

@@ -52,6 +52,9 @@ impl Drop for Pd {
 struct DevInfo {
     attrs: bindings::ib_device_attr,
     num_comp_vectors: c_int,
+    /// `ib_uses_virt_dma`: DMA addresses are kernel addresses (rxe, siw),
+    /// so syncs and unmaps have nothing to do.
+    virt_dma: bool,
 }
 
 /// One pool entry (`struct rtrs_ib_dev`): a device and its PD.
@@ -110,6 +113,7 @@ impl DevPool {
                 DevInfo {
                     attrs: (*ib_dev).attrs,
                     num_comp_vectors: (*ib_dev).num_comp_vectors,
+                    virt_dma: bindings::rtrs_rs_ib_uses_virt_dma(ib_dev),
                 },
             )
         };
@@ -201,6 +205,11 @@ impl DevRef {
     /// Device attributes (`ib_dev->attrs`).
     pub(crate) fn attrs(&self) -> &bindings::ib_device_attr {
         &self.info.attrs
+    }
+
+    /// `ib_uses_virt_dma(dev)`: DMA syncs and unmaps are no-ops.
+    pub(crate) fn virt_dma(&self) -> bool {
+        self.info.virt_dma
     }
 
     /// Number of completion vectors of the device.

@@ -60,7 +60,15 @@ impl SgList {
         };
         // SAFETY: By the type invariant the list has `n` valid entries,
         // mapped by nobody else (we own it); the device is registered (`dev`).
-        let count = unsafe { bindings::rtrs_rs_ib_dma_map_sg(dev.ib_dev(), self.sg, n, dir) };
+        let count = unsafe {
+            if dev.virt_dma() {
+                // What `ib_dma_map_sg` calls for such a device, without the
+                // helper's call.
+                bindings::ib_dma_virt_map_sg(dev.ib_dev(), self.sg, n)
+            } else {
+                bindings::rtrs_rs_ib_dma_map_sg(dev.ib_dev(), self.sg, n, dir)
+            }
+        };
         if count <= 0 {
             return Err(self);
         }
@@ -69,6 +77,7 @@ impl SgList {
             count,
             dir,
             dev: dev.ib_dev(),
+            virt_dma: dev.virt_dma(),
         })
     }
 }
@@ -79,6 +88,8 @@ pub(crate) struct MappedSg {
     pub(super) count: c_int,
     dir: bindings::dma_data_direction,
     dev: *mut bindings::ib_device,
+    /// `ib_uses_virt_dma(dev)`: the unmap has nothing to do.
+    virt_dma: bool,
 }
 
 // SAFETY: As `SgList`; `dev` is only compared.
@@ -95,6 +106,9 @@ impl MappedSg {
     pub(crate) fn unmap(self, dev: &DevRef) -> SgList {
         if dev.ib_dev() != self.dev {
             pr_err_rl!("rtrs: scatterlist unmapped on another device; left mapped\n");
+            return self.sg;
+        }
+        if self.virt_dma {
             return self.sg;
         }
         let n = c_int::try_from(self.sg.nents).unwrap_or(0);
