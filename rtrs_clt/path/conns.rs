@@ -469,7 +469,7 @@ impl PathConns {
             let _ = taken.push(slot.con().take_qp(), GFP_KERNEL);
         }
         let mut qps = KVec::new();
-        for q in Retired::wait_all(taken).flatten() {
+        for mut q in Retired::wait_all(taken).flatten() {
             q.drain();
             // On ENOMEM the drained QP is destroyed right here.
             let _ = qps.push(q, GFP_KERNEL);

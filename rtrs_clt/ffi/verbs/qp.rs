@@ -33,7 +33,9 @@ use crate::ffi::error::econnaborted;
 /// is destroyed only after `close` has returned. The low bits of `state`
 /// count the posts in progress (each between its `fetch_add` and its
 /// `fetch_sub` in `post`); `GATE_CLOSED` is set by the first `close` and
-/// never cleared.
+/// never cleared. `close` is called only by `Qp::drain`, which takes the
+/// `Qp` by `&mut`: a post made while a `&Qp` is borrowed (`post_held`)
+/// cannot overlap it, and is not counted.
 pub(super) struct PostGate {
     pub(super) qp: AtomicPtr<bindings::ib_qp>,
     state: AtomicU32,
@@ -72,6 +74,21 @@ impl PostGate {
         res
     }
 
+    /// [`PostGate::post`] for a caller that borrows the gate's `Qp` (which
+    /// keeps `close` away, see the invariants): no count, the closed bit
+    /// only read.
+    #[inline(always)]
+    fn post_held(&self, post: impl FnOnce(NonNull<bindings::ib_qp>) -> Result) -> Result {
+        // Relaxed: a `close` that this could see happened before the `&mut`
+        // drain ended, which happened before the borrow this runs under.
+        if self.state.load(Ordering::Relaxed) & GATE_CLOSED != 0 {
+            return Err(econnaborted());
+        }
+        NonNull::new(self.qp.load(Ordering::Acquire))
+            .ok_or(EINVAL)
+            .and_then(post)
+    }
+
     /// Closes the gate and waits until no post is in progress: every
     /// request posted on the QP is on it when this returns. Process context.
     fn close(&self) {
@@ -81,6 +98,56 @@ impl PostGate {
         while self.state.load(Ordering::Acquire) != GATE_CLOSED {
             bindings::rtrs_rs_msleep(1);
         }
+    }
+}
+
+/// `ib_post_send` (a static inline): the device's `post_send` op, called
+/// here rather than through a C helper, but under kCFI, where an indirect
+/// call from Rust would need the op's type hash.
+///
+/// # Safety
+///
+/// `qp` is a live QP and `wr` a valid chain for it.
+#[inline(always)]
+unsafe fn ib_post_send(qp: *mut bindings::ib_qp, wr: *const bindings::ib_send_wr) -> c_int {
+    // SAFETY: The caller's guarantee; a live QP's device is registered,
+    // and the core requires both post ops of every device
+    // (`ib_device_check_mandatory`); `bad` is writable.
+    unsafe {
+        #[cfg(not(CONFIG_CFI_CLANG))]
+        {
+            let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+            match (*(*qp).device).ops.post_send {
+                Some(post) => post(qp, wr, &mut bad),
+                None => EINVAL.to_errno(),
+            }
+        }
+        #[cfg(CONFIG_CFI_CLANG)]
+        bindings::rtrs_rs_ib_post_send(qp, wr, core::ptr::null_mut())
+    }
+}
+
+/// `ib_post_recv`, as [`ib_post_send`].
+///
+/// # Safety
+///
+/// `qp` is a live QP and `wr` a valid chain for it.
+#[inline(always)]
+unsafe fn ib_post_recv(qp: *mut bindings::ib_qp, wr: *const bindings::ib_recv_wr) -> c_int {
+    // SAFETY: The caller's guarantee; a live QP's device is registered,
+    // and the core requires both post ops of every device
+    // (`ib_device_check_mandatory`); `bad` is writable.
+    unsafe {
+        #[cfg(not(CONFIG_CFI_CLANG))]
+        {
+            let mut bad: *const bindings::ib_recv_wr = core::ptr::null();
+            match (*(*qp).device).ops.post_recv {
+                Some(post) => post(qp, wr, &mut bad),
+                None => EINVAL.to_errno(),
+            }
+        }
+        #[cfg(CONFIG_CFI_CLANG)]
+        bindings::rtrs_rs_ib_post_recv(qp, wr, core::ptr::null_mut())
     }
 }
 
@@ -102,8 +169,23 @@ pub(super) struct RecvWr<'g> {
 }
 
 impl RecvWr<'_> {
-    /// `ib_post_recv`, through the gate.
+    /// `ib_post_recv`, through the gate, counted.
     pub(super) fn post(self) -> Result {
+        self.post_with(false)
+    }
+
+    /// `ib_post_recv` by the borrower of `qp`, whose gate must be this
+    /// request's: not counted ([`PostGate::post_held`]).
+    #[inline(always)]
+    pub(super) fn post_held<C: QpOwner>(self, qp: &Qp<C>) -> Result {
+        if !core::ptr::eq(self.gate, &*qp.gate) {
+            return Err(EINVAL);
+        }
+        self.post_with(true)
+    }
+
+    #[inline(always)]
+    fn post_with(self, held: bool) -> Result {
         let mut sge = bindings::ib_sge {
             addr: self.addr,
             length: self.len,
@@ -121,15 +203,18 @@ impl RecvWr<'_> {
             },
             num_sge: i32::from(self.len != 0),
         };
-        self.gate.post(|qp| {
+        let post = |qp: NonNull<bindings::ib_qp>| {
             // SAFETY: The gate is open, so `qp` is live until this returns
             // (`PostGate`); what the request names outlives it (type
             // invariant); `wr` and `sge` live across the call, and the core
             // copies them.
-            to_result(unsafe {
-                bindings::rtrs_rs_ib_post_recv(qp.as_ptr(), &wr, core::ptr::null_mut())
-            })
-        })
+            to_result(unsafe { ib_post_recv(qp.as_ptr(), &wr) })
+        };
+        if held {
+            self.gate.post_held(post)
+        } else {
+            self.gate.post(post)
+        }
     }
 }
 
@@ -137,7 +222,9 @@ impl RecvWr<'_> {
 ///
 /// # Invariants
 ///
-/// `wr` points to a valid chain until `post` returns (for RDMA opcodes,
+/// `gate` is the gate of a `Qp` borrowed for this value's life (so posts
+/// are not counted, see `PostGate::post_held`). `wr` points to a valid
+/// chain until `post` returns (for RDMA opcodes,
 /// the `wr` members of `ib_rdma_wr`s, for REG_MR of an `ib_reg_wr`); every
 /// buffer and cqe it names (each cqe's `done` expects the `qp_context` of
 /// `gate`'s QP) stays valid until the request completes or the QP is
@@ -149,14 +236,13 @@ struct SendWr<'g> {
 
 impl SendWr<'_> {
     /// `ib_post_send`, through the gate.
+    #[inline(always)]
     fn post(self) -> Result {
-        self.gate.post(|qp| {
+        self.gate.post_held(|qp| {
             // SAFETY: The gate is open, so `qp` is live until this returns
             // (`PostGate`); the chain by the type invariant; the core copies
             // it.
-            to_result(unsafe {
-                bindings::rtrs_rs_ib_post_send(qp.as_ptr(), self.wr, core::ptr::null_mut())
-            })
+            to_result(unsafe { ib_post_send(qp.as_ptr(), self.wr) })
         })
     }
 }
@@ -251,7 +337,7 @@ impl<C: QpOwner> Qp<C> {
     /// `ib_drain_qp`: closes the gate, then moves the QP to error and waits
     /// until every posted request has completed (flushed), unless a drain
     /// did so already. Process context.
-    pub(super) fn drain(&self) {
+    pub(super) fn drain(&mut self) {
         self.gate.close();
         // A finished drain began with the gate closed: nothing was posted
         // since, so there is nothing left to flush.
@@ -278,7 +364,7 @@ impl<C: QpOwner> Qp<C> {
             len: 0,
             lkey: 0,
         }
-        .post()
+        .post_held(self)
     }
 
     /// `rtrs_post_rdma_write_imm_empty`: an RDMA_WRITE_WITH_IMM without
@@ -321,7 +407,7 @@ impl<C: QpOwner> Qp<C> {
         // INVARIANT: The caller keeps `iu` alive and unread; its
         // `cqe.done` matches `D`, whose context type is this QP's owner
         // type.
-        iu.recv_wr(&self.gate, lkey)?.post()
+        iu.recv_wr(&self.gate, lkey)?.post_held(self)
     }
 
     /// `rtrs_iu_post_send`: a signaled SEND of the first `len` bytes of

@@ -253,7 +253,7 @@ impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
 
     /// `ib_drain_qp`: every request posted is flushed when it returns, and
     /// nothing can be posted on the QP any more. Process context.
-    pub(crate) fn drain(&self) {
+    pub(crate) fn drain(&mut self) {
         self.qp.drain();
     }
 
