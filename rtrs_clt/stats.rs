@@ -5,10 +5,12 @@
 //! shared `inflight` and reconnect counts; and, not in C, the per-CPU
 //! completion-latency histogram and the `service-time` estimate.
 //!
-//! Counters are relaxed atomics in the per-CPU area: a writer updates the
-//! slot of the CPU it runs on (or, for `cpu_migration_from`, the
-//! connection's CPU), so preemption never loses an update, and readers and
-//! resets from sysfs need no lock.
+//! Counters are atomics in the per-CPU area: a writer updates the slot of
+//! the CPU it runs on, with an unlocked per-CPU add as C's `this_cpu_add`
+//! (`PerCpu::this_cpu_add`), or, for the `cpu_migration` pair, a relaxed
+//! `fetch_add` (`from` is the connection's CPU's slot, changed from
+//! others), so preemption never loses an update, and readers and resets
+//! from sysfs need no lock.
 
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 
@@ -72,14 +74,13 @@ impl PathStats {
     /// `inflight` counts it only if it was sent under MIN_INFLIGHT (the
     /// request remembers that, see `dec_inflight`).
     pub(crate) fn update_all(&self, read: bool, len: u64, min_inflight: bool) {
-        let s = self.pcpu.this_cpu();
-        let (cnt, bytes) = if read {
-            (&s.read_cnt, &s.read_bytes)
+        if read {
+            self.pcpu.this_cpu_add(|s| &s.read_cnt, 1);
+            self.pcpu.this_cpu_add(|s| &s.read_bytes, len);
         } else {
-            (&s.write_cnt, &s.write_bytes)
-        };
-        cnt.fetch_add(1, Ordering::Relaxed);
-        bytes.fetch_add(len, Ordering::Relaxed);
+            self.pcpu.this_cpu_add(|s| &s.write_cnt, 1);
+            self.pcpu.this_cpu_add(|s| &s.write_bytes, len);
+        }
         if min_inflight {
             self.inflight.fetch_add(1, Ordering::Relaxed);
         }
@@ -97,15 +98,8 @@ impl PathStats {
     pub(crate) fn record_completion(&self, read: bool, svc: bool, start_ns: i64, now_ns: i64) {
         let lat = u64::try_from(now_ns.saturating_sub(start_ns)).unwrap_or(0);
         let dir = usize::from(!read);
-        if let Some(b) = self
-            .pcpu
-            .this_cpu()
-            .lat
-            .get(dir)
-            .and_then(|h| h.get(lat_hist_bucket(lat)))
-        {
-            b.fetch_add(1, Ordering::Relaxed);
-        }
+        let b = lat_hist_bucket(lat).min(LAT_HIST_BUCKETS - 1);
+        self.pcpu.this_cpu_add(|s| &s.lat[dir][b], 1);
         if !svc {
             return;
         }
@@ -146,10 +140,7 @@ impl PathStats {
 
     /// `rtrs_clt_inc_failover_cnt`: a request failed over to this path.
     pub(crate) fn inc_failover(&self) {
-        self.pcpu
-            .this_cpu()
-            .failover_cnt
-            .fetch_add(1, Ordering::Relaxed);
+        self.pcpu.this_cpu_add(|s| &s.failover_cnt, 1);
     }
 
     /// `rtrs_clt_update_wc_stats`: a completion for the connection of

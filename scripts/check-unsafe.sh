@@ -17,7 +17,10 @@ cd "$(dirname "$0")/.." || exit 2
 # check; lower a limit when one goes.
 # 119: the two %gs-relative loads of ffi/misc.rs (the CPU id and per-CPU
 # offset read inline, as C's this_cpu_read) came in 2026-12-05.
-MAX_TOTAL=119
+# 123 (2026-12-06, CPU per IO): ib_post_send/ib_post_recv through the
+# device's ops (ffi/verbs/qp.rs, 2) and the unlocked per-CPU add of the
+# statistics (ffi/misc.rs and ffi/percpu.rs, 2).
+MAX_TOTAL=123
 MAX_OUTSIDE=21
 MAX_IMPL_TOTAL=51
 MAX_IMPL_OUTSIDE=2

@@ -72,7 +72,9 @@ mod gs {
         v
     }
 
-    /// The `unsigned long` at per-CPU address `at`, as `read_u32`.
+    /// The `unsigned long` at per-CPU address `at`, as `read_u32`; `pure`,
+    /// so that an unused read goes (`PerCpu::this_cpu_add` computes a
+    /// slot only for its field's offset).
     #[inline(always)]
     pub(super) fn read_ulong(at: c_ulong) -> c_ulong {
         let v: c_ulong;
@@ -83,11 +85,33 @@ mod gs {
                 "mov {v}, gs:[{at}]",
                 at = in(reg) at,
                 v = out(reg) v,
-                options(nostack, readonly, preserves_flags)
+                options(nostack, pure, readonly, preserves_flags)
             )
         };
         v
     }
+}
+
+/// `this_cpu_add` of a `u64`: one `%gs`-relative add, not locked, which
+/// preemption and interrupts cannot split (C's `this_cpu_add`).
+///
+/// # Safety
+///
+/// `at` is the per-CPU address (a `__percpu` pointer) of an 8-byte aligned
+/// `u64` in a live per-CPU area (an `AtomicU64`), which only its own CPU
+/// changes: a concurrent read-modify-write from another CPU could be lost.
+#[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+#[inline(always)]
+pub(crate) unsafe fn this_cpu_add_u64(at: usize, v: u64) {
+    // SAFETY: The caller's guarantee; the add touches only that `u64`.
+    unsafe {
+        core::arch::asm!(
+            "add qword ptr gs:[{at}], {v}",
+            at = in(reg) at,
+            v = in(reg) v,
+            options(nostack)
+        )
+    };
 }
 
 /// `cpu_possible(cpu)` (false at and beyond `nr_cpu_ids`).

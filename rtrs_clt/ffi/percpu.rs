@@ -5,6 +5,7 @@
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use core::sync::atomic::AtomicU64;
 
 use kernel::ffi::c_void;
 use kernel::prelude::*;
@@ -75,6 +76,36 @@ impl<T: Zeroed> PerCpu<T> {
         // possible CPU, and the one this runs on is possible: `p` is its
         // slot (`raw_cpu_ptr`: the area plus the CPU's per-CPU offset).
         unsafe { &*p }
+    }
+
+    /// `this_cpu_add(field, v)` on the running CPU's slot, for a counter
+    /// that only its own CPU changes (readers sum all slots with atomic
+    /// loads): an unlocked `%gs`-relative add on x86-64, as C's; a relaxed
+    /// `fetch_add` elsewhere. A `field` outside the slot is ignored.
+    #[inline(always)]
+    pub(crate) fn this_cpu_add(&self, field: impl FnOnce(&T) -> &AtomicU64, v: u64) {
+        let slot = self.this_cpu();
+        let f = field(slot);
+        #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
+        {
+            // A field projection: the offset is a constant, and the slot's
+            // address is not needed (its read goes).
+            let off = (f as *const AtomicU64 as usize).wrapping_sub(slot as *const T as usize);
+            if off
+                .checked_add(core::mem::size_of::<AtomicU64>())
+                .is_some_and(|end| end <= core::mem::size_of::<T>())
+            {
+                // SAFETY: `p + off` is the per-CPU address of `f`'s field,
+                // an `AtomicU64` inside the slot (checked just above; an
+                // `AtomicU64` field of a `T` is 8-byte aligned as the area
+                // is aligned for `T`), in an area live as long as `self`
+                // (type invariant), whose counters only their own CPU
+                // changes (this method's contract).
+                unsafe { misc::this_cpu_add_u64((self.p.as_ptr() as usize).wrapping_add(off), v) };
+            }
+        }
+        #[cfg(not(all(CONFIG_X86_64, CONFIG_SMP)))]
+        f.fetch_add(v, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// Every possible CPU's slot, as `for_each_possible_cpu`.

@@ -88,9 +88,28 @@ impl PermitPool {
     }
 
     /// Wakes the waiters for a permit; right after the bitmap's atomic put.
+    #[inline]
     pub(crate) fn wake(&self) {
-        // SAFETY: By the type invariant `wq` is initialised.
-        unsafe { bindings::rtrs_rs_waitq_wake(self.wq.as_ptr()) };
+        // `smp_mb__after_atomic()`: the put was a locked read-modify-write,
+        // a full barrier on x86 already.
+        #[cfg(CONFIG_X86)]
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        #[cfg(not(CONFIG_X86))]
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        let wq = self.wq.as_ptr();
+        // SAFETY: By the type invariant `wq` is initialised. `waitqueue_active`
+        // inline: the list head's `next` read once (READ_ONCE), as the
+        // waiters change it under the queue's lock; only when a waiter is
+        // queued does the helper run (its barrier is then redundant).
+        unsafe {
+            let head = core::ptr::addr_of_mut!((*wq).head);
+            let next =
+                core::sync::atomic::AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*head).next))
+                    .load(core::sync::atomic::Ordering::Relaxed);
+            if next != head {
+                bindings::rtrs_rs_waitq_wake(wq);
+            }
+        }
     }
 
     /// Sleeps (uninterruptibly) until `cond()`, which runs on this thread
