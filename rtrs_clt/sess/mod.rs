@@ -458,10 +458,18 @@ impl Sess {
         let Some(p) = self.permits() else {
             return;
         };
-        match p.put(permit) {
-            Ok(()) => {}
-            Err(PutError::Foreign) => pr_warn_rl!("{}: put of a foreign permit\n", &*self.sessname),
-            Err(PutError::NotInUse) => pr_warn_rl!("{}: put of a free permit\n", &*self.sessname),
+        if let Err(e) = p.put(permit) {
+            self.warn_put(e);
+        }
+    }
+
+    /// The log line of a refused put, out of the put's way.
+    #[cold]
+    #[inline(never)]
+    fn warn_put(&self, e: PutError) {
+        match e {
+            PutError::Foreign => pr_warn_rl!("{}: put of a foreign permit\n", &*self.sessname),
+            PutError::NotInUse => pr_warn_rl!("{}: put of a free permit\n", &*self.sessname),
         }
     }
 
