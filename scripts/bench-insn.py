@@ -7,7 +7,8 @@
 plugin scripts/qemu-insn-count.c) holds:
   insn.tsv      one line per run: client, round, server mode (inv), cell,
                 the client's module, the client load it ran in, the plugin's
-                dump number and the rnbd device's completed IOs in the window
+                dump number, the rnbd device's completed IOs in the window and
+                whether fio still ran at the dump
   insn.dump     the plugin's file (or insn.dump.gz): "# reset N", then
                 "# dump N", lines "<addr hex> <count> <calls> <locked>", and
                 "# end N <lines>"
@@ -28,8 +29,8 @@ Symbols are demangled with rustfilt if installed, else c++filt (both read
 Rust's v0 and legacy manglings), without crate hashes ([..]) and legacy
 ::h<hash> suffixes.
 
-Exit status 1 when a run's dump is missing or malformed, or its IO count is
-not positive (those runs are left out and named on stderr); 2 on usage.
+Exit status 1 when a run's dump is missing or malformed, its IO count is not
+positive, or fio ended before its dump (those runs are left out and named on stderr); 2 on usage.
 """
 import bisect
 import gzip
@@ -245,6 +246,9 @@ def analyse(d):
             continue
         if ios <= 0:
             problems.append("%s: %s IOs in the window" % (rid, r["ios"]))
+            continue
+        if r.get("fio_alive", "1") != "1":
+            problems.append("%s: fio ended before the dump" % rid)
             continue
         load = r["load"]
         if load not in tabs:

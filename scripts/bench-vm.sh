@@ -468,14 +468,26 @@ sec_profile() {
 # midpoints. One line per run in insn.tsv (dump: the plugin's dump number).
 INSN_SECS=${INSN_SECS:-$([ $QUICK = 1 ] && echo 2 || echo 4)}
 INSN_CELLS=${INSN_CELLS:-randread 4k 1,randwrite 4k 1,randread 64k 1,randread 4k 32,randwrite 4k 32,randread 64k 32}
+# insn_wait_io <disk>: until the disk's completed IOs move (60 s at most).
+insn_wait_io() {
+	local n0 n i
+	n0=$(awk -v d="$1" '$3 == d {print $4 + $8}' /proc/diskstats)
+	for (( i = 0; i < 300; i++ )); do
+		sleep 0.2
+		n=$(awk -v d="$1" '$3 == d {print $4 + $8}' /proc/diskstats)
+		[ "$n" != "$n0" ] && return 0
+	done
+	log "insn: no IO on $1 after 60 s"
+	return 1
+}
 sec_insn() {
 	[ -x "${INSN_MARK:-}" ] || { log "insn: no trigger program ('${INSN_MARK:-}')"; return 1; }
 	# The plugin's file, which bench.sh puts beside this output.
 	grep -q '^# qemu-insn-count' "$OUT/insn.dump" 2>/dev/null ||
 		{ log "insn: no $OUT/insn.dump: is the VM under the plugin (bench.sh)?"; return 1; }
-	local r cl dev rw bs qd id cells cell inv mod load=0 fpid a0 a1 b0 b1 ios
+	local r cl dev rw bs qd id cells cell inv mod load=0 fpid a0 a1 b0 b1 ios alive
 	local tsv=$OUT/insn.tsv
-	[ -e "$tsv" ] || printf 'id\tclient\tround\tinv\trw\tbs\tqd\tmodule\tload\tdump\tios\tios_reset\tios_dump\n' > "$tsv"
+	[ -e "$tsv" ] || printf 'id\tclient\tround\tinv\trw\tbs\tqd\tmodule\tload\tdump\tios\tios_reset\tios_dump\tfio_alive\n' > "$tsv"
 	{ echo "insn_secs $INSN_SECS"; echo "insn_cells $INSN_CELLS"; echo "insn_inv $PROF_INV"; } >> "$OUT/meta.txt"
 	echo 0 > /proc/sys/kernel/kptr_restrict
 	# The kernel's own symbols do not move in a boot: once.
@@ -500,20 +512,26 @@ sec_insn() {
 					for cell in "${cells[@]}"; do
 						read -r rw bs qd <<< "$cell"
 						id=$(printf 'insn-%05d' $(( RUN_ID + 1 )))
-						RUNTIME=$(( INSN_SECS + RAMP + 1 )) RAMP=0 fio_run insn $cl $r 1 "inv=$inv" "$dev" "$rw" "$bs" "$qd" 1 &
+						# fio's time runs from its first IO; under the plugin it
+						# can take seconds to get there: the ramp starts when
+						# the device's IO count moves.
+						RUNTIME=$(( INSN_SECS + RAMP + 3 )) RAMP=0 fio_run insn $cl $r 1 "inv=$inv" "$dev" "$rw" "$bs" "$qd" 1 &
 						fpid=$!
+						insn_wait_io "${dev#/dev/}"
 						sleep "$RAMP"
 						read -r a0 a1 < <("$INSN_MARK" reset "${dev#/dev/}")
 						sleep "$INSN_SECS"
 						read -r b0 b1 < <("$INSN_MARK" dump "${dev#/dev/}")
 						INSN_DUMP=$(( INSN_DUMP + 1 ))
+						# fio must have run until after the dump.
+						alive=0; kill -0 $fpid 2>/dev/null && alive=1
 						wait $fpid
 						RUN_ID=$(( RUN_ID + 1 ))
 						# Twice the IOs, so that it stays whole: the midpoints' difference.
 						ios=$(( (${b0:-0} + ${b1:-0}) - (${a0:-0} + ${a1:-0}) ))
-						printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$cl" "$r" "$inv" \
+						printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$cl" "$r" "$inv" \
 							"$rw" "$bs" "$qd" "$mod" "$load" "$INSN_DUMP" "$(( ios / 2 )).$(( ios % 2 * 5 ))" \
-							"${a0:-?} ${a1:-?}" "${b0:-?} ${b1:-?}" >> "$tsv"
+							"${a0:-?} ${a1:-?}" "${b0:-?} ${b1:-?}" $alive >> "$tsv"
 					done
 				else
 					log "insn: $cl: map failed: $(dmesg | tail -n 5 | tr '\n' ' ')"
