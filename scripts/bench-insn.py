@@ -313,11 +313,15 @@ def report(d, runs, problems):
     md.append("")
     md.append("## Summary: the client module's instructions per IO")
     md.append("")
+    others = [c for c in clients if c != "c"]
+    share = "c" in clients and "rs" in clients
     hdr = "| server inv | cell | " + " | ".join(
-        "%s insn/IO (spread)" % c for c in clients) + "".join(
-        " | %s / C" % c for c in clients if c != "c") + " |"
-    md.append(hdr)
-    md.append("|" + "---|" * (2 + len(clients) + len([c for c in clients if c != "c"])))
+        "%s insn/IO (spread, rounds)" % c for c in clients) + "".join(
+        " | %s / C" % c for c in others)
+    if share:
+        hdr += " | C + its rtrs_core share | rs / that"
+    md.append(hdr + " |")
+    md.append("|" + "---|" * (2 + len(clients) + len(others) + (2 if share else 0)))
     summary = []
     for inv in invs:
         for cell in cells:
@@ -331,6 +335,13 @@ def report(d, runs, problems):
                     continue
                 a, b = vals.get("c", (None,))[0], vals[cl][0]
                 row += " %s |" % ("%.2f" % (b / a) if a and b is not None else "-")
+            if share:
+                # C's client calls rtrs_core per IO, this module does not: the
+                # excess of rtrs_core's count with C over the one with rs is C's.
+                c_own, rs_own = vals["c"][0], vals["rs"][0]
+                cc, rc_ = stat(inv, cell, "c", "core")[0], stat(inv, cell, "rs", "core")[0]
+                tot = c_own + max(0.0, cc - rc_) if None not in (c_own, cc, rc_) else None
+                row += " %s | %s |" % (fnum(tot), "%.2f" % (rs_own / tot) if tot and rs_own is not None else "-")
             md.append(row)
             summary.append(row)
     md.append("")

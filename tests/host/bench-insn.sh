@@ -76,7 +76,7 @@ make_dir() {
 d=$tmp/good
 make_dir "$d"
 out=$(python3 "$tool" "$d" "$d/insn.md" 2>"$tmp/err"); rc=$?
-tap_plan 14
+tap_plan 15
 tap_if "exit 0 on good input" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || diag "$(cat "$tmp/err")"
 tap_if "insn.md written" [ -s "$d/insn.md" ]
@@ -85,7 +85,9 @@ row=$(grep -F '| Y | randread 4k QD 1 |' <<< "$out" | head -n 1)
 # 30, 1.0 %; ratio 1.50.
 tap_if "summary: C 20 insn/IO, spread 10.0%" grep -qF "| 20 (10.0%, 3) |" <<< "$row"
 tap_if "summary: rs 30 insn/IO, spread 1.0%" grep -qF '| 30 (1.0%, 3) |' <<< "$row"
-tap_if "summary: ratio rs / C 1.50" grep -qE '\| 1\.50 \|$' <<< "$row"
+tap_if "summary: ratio rs / C 1.50" grep -qF '| 1.50 |' <<< "$row"
+# C's rtrs_core 3 per IO, rs's 0: C with its share 23, rs / that 30 / 23.
+tap_if "summary: C with its rtrs_core share 23, rs / that 1.30" grep -qE '\| 23 \| 1\.30 \|$' <<< "$row"
 [ -n "$row" ] || diag "$out"
 crow=$(grep -F '| Y | randread 4k QD 1 | c |' <<< "$out")
 rsrow=$(grep -F '| Y | randread 4k QD 1 | rs |' <<< "$out")
