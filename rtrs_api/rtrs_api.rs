@@ -612,7 +612,12 @@ impl SessionRef {
         if !data.is_empty() {
             let mut b = DataBuf::new(data.len())?;
             if dir == Dir::Write {
-                b.as_mut_slice().copy_from_slice(data);
+                let dst = b.as_mut_slice();
+                // (Equal by construction; checked so that no panic is left.)
+                if dst.len() != data.len() {
+                    return Err(EINVAL);
+                }
+                dst.copy_from_slice(data);
             }
             buf = Some(b);
         }
@@ -639,7 +644,11 @@ impl SessionRef {
         to_result(st.result.load(Ordering::Acquire))?;
         let back = st.back.take().ok_or(EINVAL)?;
         if let (Dir::Read, Some(b)) = (dir, back.c.buf.as_ref()) {
-            data.copy_from_slice(b.as_slice());
+            let src = b.as_slice();
+            if src.len() != data.len() {
+                return Err(EINVAL);
+            }
+            data.copy_from_slice(src);
         }
         Ok(())
     }

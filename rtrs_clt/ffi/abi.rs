@@ -183,7 +183,7 @@ impl UsrHdr<'_> {
         let mut off = 0usize;
         let mut put = |b: &[u8]| -> Option<()> {
             let end = off.checked_add(b.len())?;
-            dst.get_mut(off..end)?.copy_from_slice(b);
+            crate::rtrs_core::proto::copy_bytes(dst.get_mut(off..end)?, b);
             off = end;
             Some(())
         };

@@ -71,7 +71,7 @@ fn from_rtrs_sockaddr(a: &sysfs_fmt::RtrsSockaddr) -> bindings::__kernel_sockadd
     let mut b = [0u8; core::mem::size_of::<bindings::__kernel_sockaddr_storage>()];
     let mut put = |off: usize, v: &[u8]| {
         if let Some(d) = off.checked_add(v.len()).and_then(|end| b.get_mut(off..end)) {
-            d.copy_from_slice(v);
+            crate::rtrs_core::proto::copy_bytes(d, v);
         }
     };
     put(0, &a.family().to_ne_bytes());

@@ -478,6 +478,18 @@ fn rd_u64(buf: &[u8], off: usize) -> Result<u64, WireError> {
     rd::<8>(buf, off).map(u64::from_le_bytes)
 }
 
+/// Copies the start of `src` into the start of `dst`, as much as both hold:
+/// `copy_from_slice` for callers whose lengths already agree, without its
+/// length panic, which LLVM keeps where it cannot prove them equal (and
+/// which 6.12's objtool does not know as noreturn: "falls through" at -O2).
+#[inline]
+pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len().min(src.len());
+    if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
+        d.copy_from_slice(s);
+    }
+}
+
 fn wr(buf: &mut [u8], off: usize, bytes: &[u8]) -> Result<(), WireError> {
     let have = buf.len();
     let end = off
@@ -489,7 +501,7 @@ fn wr(buf: &mut [u8], off: usize, bytes: &[u8]) -> Result<(), WireError> {
     let dst = buf
         .get_mut(off..end)
         .ok_or(WireError::BufferTooSmall { need: end, have })?;
-    dst.copy_from_slice(bytes);
+    copy_bytes(dst, bytes);
     Ok(())
 }
 

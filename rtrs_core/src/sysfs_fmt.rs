@@ -103,7 +103,7 @@ impl<'a> Writer<'a> {
         let n = bytes.len().min(room);
         let end = self.len.saturating_add(n);
         if let (Some(dst), Some(src)) = (self.buf.get_mut(self.len..end), bytes.get(..n)) {
-            dst.copy_from_slice(src);
+            super::proto::copy_bytes(dst, src);
             self.len = end;
         }
         if let Some(nul) = self.buf.get_mut(self.len) {
@@ -650,7 +650,7 @@ fn in6_pton(src: &[u8], delim: u8) -> (Option<[u8; 16]>, usize) {
         if c & (IN6PTON_DELIM | IN6PTON_COLON_MASK) != 0 {
             if state & IN6PTON_NULL == 0 {
                 match dbuf.get_mut(d..d.saturating_add(2)) {
-                    Some(word) => word.copy_from_slice(&(w as u16).to_be_bytes()),
+                    Some(word) => super::proto::copy_bytes(word, &(w as u16).to_be_bytes()),
                     None => return (None, s),
                 }
                 d = d.saturating_add(2);
@@ -682,7 +682,7 @@ fn in6_pton(src: &[u8], delim: u8) -> (Option<[u8; 16]>, usize) {
                 return (None, end);
             };
             match dbuf.get_mut(d..d.saturating_add(4)) {
-                Some(quad) => quad.copy_from_slice(&v4),
+                Some(quad) => super::proto::copy_bytes(quad, &v4),
                 None => return (None, end),
             }
             d = d.saturating_add(4);
@@ -720,10 +720,10 @@ fn in6_pton(src: &[u8], delim: u8) -> (Option<[u8; 16]>, usize) {
             let tail = dbuf.get(dc..d).unwrap_or(&[]);
             let tail_at = out.len().saturating_sub(tail.len());
             if let Some(o) = out.get_mut(..front.len()) {
-                o.copy_from_slice(front);
+                super::proto::copy_bytes(o, front);
             }
             if let Some(o) = out.get_mut(tail_at..) {
-                o.copy_from_slice(tail);
+                super::proto::copy_bytes(o, tail);
             }
         }
     }

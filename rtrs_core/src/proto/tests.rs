@@ -1376,3 +1376,17 @@ fn clt_con_queues_device_limits() {
     assert_eq!(big.qp_wrs(i32::MAX), (i32::MAX as u32, i32::MAX as u32));
     assert_eq!(big.cq_num(i32::MAX, i32::MAX), i32::MAX as u32);
 }
+
+#[test]
+fn copy_bytes_copies_what_both_hold() {
+    let mut d = [0u8; 4];
+    copy_bytes(&mut d, &[1, 2, 3, 4]);
+    assert_eq!(d, [1, 2, 3, 4]);
+    let mut d = [9u8; 4];
+    copy_bytes(&mut d, &[1, 2]);
+    assert_eq!(d, [1, 2, 9, 9]);
+    let mut d = [9u8; 2];
+    copy_bytes(&mut d, &[1, 2, 3]);
+    assert_eq!(d, [1, 2]);
+    copy_bytes(&mut [], &[1]);
+}
