@@ -127,8 +127,15 @@ impl Confirm {
     /// `req->conf(req->priv, errno)`: the request is over.
     pub(crate) fn call(self, errno: c_int) {
         if let Some(f) = self.f {
-            // SAFETY: By the type invariant, through the C helper.
-            unsafe { bindings::rtrs_rs_call_conf(Some(f), self.priv_, errno) };
+            // SAFETY: By the type invariant. Directly, but through the C
+            // helper under kCFI, where a Rust indirect call would need the
+            // type hash of C's `conf`.
+            unsafe {
+                #[cfg(not(CONFIG_CFI_CLANG))]
+                f(self.priv_, errno);
+                #[cfg(CONFIG_CFI_CLANG)]
+                bindings::rtrs_rs_call_conf(Some(f), self.priv_, errno);
+            }
         }
     }
 }

@@ -101,6 +101,24 @@ impl PostGate {
     }
 }
 
+/// A post's return as a `Result`: the success test inline, the errno
+/// made out of line (`to_result` is not inlined across crates).
+#[inline(always)]
+fn post_result(ret: c_int) -> Result {
+    if ret == 0 {
+        Ok(())
+    } else {
+        post_error(ret)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn post_error(ret: c_int) -> Result {
+    // (A positive return, which no post gives, is EINVAL.)
+    to_result(ret).and(Err(EINVAL))
+}
+
 /// `ib_post_send` (a static inline): the device's `post_send` op, called
 /// here rather than through a C helper, but under kCFI, where an indirect
 /// call from Rust would need the op's type hash.
@@ -208,7 +226,7 @@ impl RecvWr<'_> {
             // (`PostGate`); what the request names outlives it (type
             // invariant); `wr` and `sge` live across the call, and the core
             // copies them.
-            to_result(unsafe { ib_post_recv(qp.as_ptr(), &wr) })
+            post_result(unsafe { ib_post_recv(qp.as_ptr(), &wr) })
         };
         if held {
             self.gate.post_held(post)
@@ -242,7 +260,7 @@ impl SendWr<'_> {
             // SAFETY: The gate is open, so `qp` is live until this returns
             // (`PostGate`); the chain by the type invariant; the core copies
             // it.
-            to_result(unsafe { ib_post_send(qp.as_ptr(), self.wr) })
+            post_result(unsafe { ib_post_send(qp.as_ptr(), self.wr) })
         })
     }
 }

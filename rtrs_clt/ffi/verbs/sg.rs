@@ -103,6 +103,7 @@ impl MappedSg {
 
     /// `ib_dma_unmap_sg` on `dev`, the device it was mapped on; the list
     /// back. (On another device it stays mapped, and this logs.)
+    #[inline]
     pub(crate) fn unmap(self, dev: &DevRef) -> SgList {
         if dev.ib_dev() != self.dev {
             pr_err_rl!("rtrs: scatterlist unmapped on another device; left mapped\n");
