@@ -138,6 +138,11 @@ pub struct PermitLayout {
     /// a permit twice per request, and a division is slow.
     shift: u32,
     inv: usize,
+    /// `(1 << shift) - 1`: the bits a permit's offset has clear.
+    mask: usize,
+    /// The quotients `index` accepts: `queue_depth`, or none if `psize`
+    /// is 0. Both precomputed, as `index` runs twice per request.
+    index_limit: usize,
 }
 
 impl PermitLayout {
@@ -180,6 +185,8 @@ impl PermitLayout {
             bytes,
             shift,
             inv,
+            mask: (1usize << shift) - 1,
+            index_limit: if psize == 0 { 0 } else { queue_depth as usize },
         })
     }
 
@@ -220,15 +227,19 @@ impl PermitLayout {
 
     /// The index of the permit at offset `off`, if a permit starts there.
     pub fn index(&self, off: usize) -> Option<u32> {
-        if self.psize == 0 || off & ((1usize << self.shift) - 1) != 0 {
+        if off & self.mask != 0 {
             return None;
         }
         // Below the depth, `q * odd` is below `bytes` and so does not wrap:
         // then `q * odd == off >> shift` exactly, and `q` is the quotient.
         // Any `off` that `odd` does not divide gives a `q` at or above it.
-        let q = (off >> self.shift).wrapping_mul(self.inv);
-        let i = u32::try_from(q).ok()?;
-        (i < self.queue_depth).then_some(i)
+        let q = off.wrapping_shr(self.shift).wrapping_mul(self.inv);
+        if q < self.index_limit {
+            // Below a `u32` depth.
+            Some(q as u32)
+        } else {
+            None
+        }
     }
 }
 
