@@ -157,7 +157,16 @@ impl Con {
             self.error_recovery();
             return;
         };
-        match iu.post_recv(self.lkey()) {
+        // Through the published QP, under RCU: teardown takes it out and
+        // waits for this section before it drains, so the post needs no
+        // count (`RingIu::post_recv_on`).
+        let g = RcuGuard::new();
+        let res = match self.qp(&g) {
+            Some(ring) => iu.post_recv_on(ring),
+            None => Err(econnaborted()),
+        };
+        drop(g);
+        match res {
             Ok(()) => {}
             // The QP is being drained (teardown): nothing more is posted.
             Err(e) if e == econnaborted() => {}

@@ -148,6 +148,26 @@ impl<D: RingDone> RingIu<'_, D> {
         res
     }
 
+    /// [`RingIu::post_recv`] by a borrower of `ring`, which must be the
+    /// buffer's own (EINVAL otherwise): not counted by the gate
+    /// ([`PostGate::post_held`]), as `ring` keeps its drain away.
+    pub(crate) fn post_recv_on<C: QpOwner>(self, ring: &QpRing<C, D>) -> Result
+    where
+        D: RingDone<Ctx = C>,
+    {
+        let iu = self.iu;
+        core::mem::forget(self);
+        // INVARIANT: as in `post_recv`; `post_held` checks that the gate is
+        // `ring`'s QP's.
+        let res = iu
+            .recv_wr(&iu.state.gate, ring.lkey)
+            .and_then(|wr| wr.post_held(&ring.qp));
+        if res.is_err() {
+            iu.state.held.store(false, Ordering::Release);
+        }
+        res
+    }
+
     /// The buffer, for the CPU (see [`Iu::data_for_cpu`]), borrowed from
     /// this value: it cannot outlive a repost.
     pub(crate) fn data_for_cpu(&self) -> &[u8] {
