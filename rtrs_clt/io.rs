@@ -609,9 +609,6 @@ impl<C: IoCon> IoCtx<C> {
     }
 
     /// Takes the caller's part out of a slot, the data list unmapped.
-    /// Inline: a call of it was 40 instructions per IO, most of them the
-    /// call's own saves and restores.
-    #[inline(always)]
     fn take_user(&self, io: &mut ReqIo) -> Option<UserReq> {
         let (conf, data) = io.user.take()?;
         let sg = match data {
@@ -624,7 +621,6 @@ impl<C: IoCon> IoCtx<C> {
     /// `process_io_rsp` for an IO response `RtrsImm::decode` took against
     /// this path's queue depth (so `msg_id` names a slot). CQ context.
     /// `g` is the completion's read-side section, which `io` was read in.
-    #[inline]
     pub(crate) fn process_io_rsp(
         &self,
         con: &C,
