@@ -27,8 +27,9 @@
 #                              tests/consumer-rs: the Rust API's example; after `make`),
 #                              and rnbd-client-rs (rnbd_clt, work in progress)
 #   make bench                 C client vs this module on the perf kernel, one VM boot:
-#                              the matrix, CPU per IO, paths, failover stall, memory
-#                              (BENCH=quick: a short run)
+#                              the matrix, CPU per IO, paths, failover stall, memory,
+#                              then each client's instructions per IO in a boot of its
+#                              own (BENCH=quick: a short run; BENCH_INSN=0: no insn boot)
 
 FLAVOUR ?= test
 export FLAVOUR

@@ -3,7 +3,8 @@
 # of the perf kernel (FLAVOUR=perf: no KASAN, lockdep, kmemleak), and the
 # report (scripts/bench-report.py): tables, JSON and a plot.
 #
-#   scripts/bench.sh                      the whole benchmark (about 2-3 h under TCG)
+#   scripts/bench.sh                      the whole benchmark (about 2-3 h under TCG), then
+#                                         the insn section in a boot of its own (BENCH_INSN=0: not)
 #   BENCH=quick scripts/bench.sh          a short version, for development
 #   BENCH_SECTIONS="matrix cpu" ...       only some sections (see bench-vm.sh)
 #   BENCH_SECTIONS=profile ...            where the CPU goes per IO (perf), into profile.md
@@ -82,7 +83,11 @@ done) > "$OUTDIR/select_flat.txt" 2>&1 || true
 # (which slows TCG down); the others in one boot without it.
 SECTIONS_MAIN='' WANT_INSN=0
 if [ -z "${BENCH_SECTIONS:-}" ]; then
+	# The default: every section of bench-vm.sh's default list, and the
+	# client modules' own instructions per IO (insn), which results.md
+	# reports beside C's.
 	RUN_MAIN=1
+	[ "${BENCH_INSN:-1}" = 0 ] || WANT_INSN=1
 else
 	RUN_MAIN=0
 	for s in $BENCH_SECTIONS; do
