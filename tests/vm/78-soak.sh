@@ -9,7 +9,8 @@
 # and 512 KiB of vmalloc above the largest warm-up sample, and the slab's
 # slope over the second half of the cycles (least squares) may not pass
 # 256 KiB per cycle. The caches that grew most after the warm-up are
-# printed. The harness's kmemleak scan at the end must be clean.
+# printed. The harness's kmemleak scan at the end must be clean. A cycle
+# that fails prints its kernel log, with each churn step marked in it.
 #
 # SOAK_CLIENT=c soaks the C client (rtrs-client) the same way, to compare
 # its figures (rnbd's default policy, min-inflight, which does not trip
@@ -77,13 +78,21 @@ slab_growers() {
 		sort -rn | head -n 8 | awk '{ printf "%s%s +%d kB", (NR > 1 ? ", " : ""), $2, $1 }'
 }
 
+# step <what>: the churn step, in the kernel log beside what it causes.
+step() { echo "rtrs-test: soak cycle $cycles: $*" > /dev/kmsg; }
+# cycle_log: this cycle's kernel log, for a cycle that failed.
+cycle_log() {
+	dmesg | awk -v m="$mark" 'index($0, m) { f = 1 } f' | tail -n 120 | sed 's/^/# # /'
+}
+
 cycle_ok=0 cycles=0 fio_bad=0 churn_bad=0
 slab=() vmalloc=()
 end=$(( SECONDS + SOAK_SECS ))
 while [ $SECONDS -lt $end ]; do
 	cycles=$(( cycles + 1 ))
+	mark=$(kmsg_mark)
 	dev=$(mp_map_two $SESS)
-	if ! mp_two_mapped $SESS "$dev"; then ts "cycle $cycles: map failed"; break; fi
+	if ! mp_two_mapped $SESS "$dev"; then ts "cycle $cycles: map failed"; cycle_log; break; fi
 	timeout -k 10 400 fio --name=soak --filename="$dev" --direct=1 --ioengine=libaio --rw=randrw --bs=4k \
 		--iodepth=32 --numjobs=2 --size=8M --offset_increment=8M --time_based --runtime=60 \
 		--verify=crc32c --verify_backlog=64 --verify_fatal=1 --verify_state_save=0 --randrepeat=0 \
@@ -91,14 +100,18 @@ while [ $SECONDS -lt $end ]; do
 	fpid=$!
 	_sleep 10
 	d2=$(mp_path_dir $SESS 2)
-	{ echo 1 > "$d2/disconnect" && _sleep 2 && mp_path_reconnect $SESS 2 90; } || { churn_bad=$(( churn_bad + 1 )); ts "cycle $cycles: path 2 disconnect/reconnect failed"; }
+	step "disconnect path 2"
+	{ echo 1 > "$d2/disconnect" && _sleep 2 && mp_path_reconnect $SESS 2 90; } || { churn_bad=$(( churn_bad + 1 )); ts "cycle $cycles: path 2 disconnect/reconnect failed"; cycle_log; }
 	d1=$(mp_path_dir $SESS 1)
+	step "remove path 1"
 	{ echo 1 > "$d1/remove_path" &&
 		wait_for 30 _absent "/sys/class/rtrs-server/$SESS/paths/$(mp_path_name 1)" &&
+		step "add path 1" &&
 		echo "$(mp_path_name 1)" > /sys/class/rtrs-client/$SESS/add_path &&
-		wait_for 60 mp_path_connected $SESS 1; } || { churn_bad=$(( churn_bad + 1 )); ts "cycle $cycles: path 1 remove/add failed"; }
-	wait $fpid || { fio_bad=$(( fio_bad + 1 )); ts "cycle $cycles: fio failed: $(tail -n 3 /tmp/soak-fio.out)"; }
-	timeout 150 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS" || { ts "cycle $cycles: unmap failed"; break; }
+		wait_for 60 mp_path_connected $SESS 1; } || { churn_bad=$(( churn_bad + 1 )); ts "cycle $cycles: path 1 remove/add failed"; cycle_log; }
+	step "wait for fio"
+	wait $fpid || { fio_bad=$(( fio_bad + 1 )); ts "cycle $cycles: fio failed: $(tail -n 3 /tmp/soak-fio.out)"; cycle_log; }
+	timeout 150 bash -c ". '$RTRS_REPO/tests/lib.sh'; unmap_rnbd $SESS" || { ts "cycle $cycles: unmap failed"; cycle_log; break; }
 	sample
 	slab+=("$SLAB_KB"); vmalloc+=("$VMALLOC_KB")
 	ts "cycle $cycles: slab $SLAB_KB kB, vmalloc $VMALLOC_KB kB"
