@@ -13,7 +13,7 @@ use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
@@ -231,41 +231,108 @@ impl<T> Drop for Retired<T> {
 /// that serialises its writers (C's `paths_list` with `paths_mutex` and
 /// `paths_num`).
 ///
-/// Readers index or walk it under an [`RcuGuard`] and may see an entry
-/// twice or miss one while a removal shifts the array, never a freed one.
+/// Readers take an [`RcuSnapshot`] under an [`RcuGuard`]: one consistent
+/// list for the whole read section, which holds every entry listed both
+/// when it was taken and all through it. A removal never shifts what a
+/// reader reads: it writes the shorter list into the spare buffer, makes
+/// that the current one, and waits for a grace period before it reuses the
+/// old one (so that a reader walking the list cannot miss the entry that
+/// moved down, as C's `list_del_rcu` keeps the next entry reachable).
 /// Writers hold [`RcuArray::lock`], which also guards a `W` of the owner's
 /// and lets them walk the entries while sleeping.
 ///
 /// # Invariants
 ///
-/// The first `num` slots hold pointers from `Arc::into_raw`, each owning
-/// one reference; a slot may transiently repeat its neighbour or read null
-/// while `remove` shifts; the rest are null. Slots change only under
-/// `writer`; readers look only below `num`; and a reference taken out of
-/// the array is given up only after a grace period that started once no
-/// reader could reach it.
+/// - The current buffer (`second` says which) lists the entries: its
+///   first `num` slots hold pointers from `Arc::into_raw`, each owning one
+///   reference; its other slots are null.
+/// - The spare buffer's slots are null and no reader reads it, except
+///   within `remove`: between making the spare current and the grace
+///   period after that, the old buffer holds copies that own nothing.
+/// - Slots, `num` and `second` change only under `writer`; once a reader
+///   has read a buffer's `num` in a read section, that buffer's slots below
+///   it keep their values until the section ends; and a reference taken
+///   out of the list is given up only after a grace period that started
+///   once no reader could reach it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct RcuArray<T, W> {
-    slots: KVec<AtomicPtr<T>>,
-    num: AtomicUsize,
+    first: Slots<T>,
+    second_buf: Slots<T>,
+    /// Whether `second_buf` is the current buffer.
+    second: AtomicBool,
     #[pin]
     writer: Mutex<W>,
     _own: PhantomData<Arc<T>>,
 }
 
-/// What keeps the entries an [`RcuArray`] lists from being freed for `'a`.
-enum Keep<'a, T, W> {
-    /// An RCU read section: an entry taken out is given up only after a
-    /// grace period. Made by [`Keep::rcu`] from a guard held for `'a`.
-    Rcu(PhantomData<&'a RcuGuard>),
-    /// The array's writers' lock: entries leave only under it.
-    Writer(&'a RcuArrayGuard<'a, T, W>),
+/// One buffer of an [`RcuArray`].
+struct Slots<T> {
+    slots: KVec<AtomicPtr<T>>,
+    num: AtomicUsize,
 }
 
-impl<'a, T, W> Keep<'a, T, W> {
-    /// Kept by `g`, an RCU read section held for `'a`.
-    fn rcu(_g: &'a RcuGuard) -> Self {
-        Keep::Rcu(PhantomData)
+impl<T> Slots<T> {
+    fn new(cap: usize) -> Result<Self> {
+        let mut slots = KVec::with_capacity(cap, GFP_KERNEL)?;
+        for _ in 0..cap {
+            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+        }
+        Ok(Self {
+            slots,
+            num: AtomicUsize::new(0),
+        })
+    }
+
+    /// The pointer in slot `i`, null past the end.
+    fn load(&self, i: usize) -> *mut T {
+        self.slots
+            .get(i)
+            .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire))
+    }
+
+    /// Nulls every slot; the buffer lists nothing.
+    fn clear(&self) {
+        self.num.store(0, Ordering::Release);
+        for s in self.slots.iter() {
+            s.store(core::ptr::null_mut(), Ordering::Release);
+        }
+    }
+}
+
+/// An [`RcuArray`]'s list as one reader sees it for `'a`: the buffer that
+/// was current when it was taken, and how many entries it listed then.
+///
+/// # Invariants
+///
+/// For `'a`, the first `num` slots of `buf` keep their values, and each
+/// non-null one points to an entry that is not freed: `'a` is an RCU read
+/// section or the array's writers' lock is held for it.
+pub(crate) struct RcuSnapshot<'a, T> {
+    buf: &'a Slots<T>,
+    num: usize,
+}
+
+impl<'a, T> RcuSnapshot<'a, T> {
+    /// `paths_num` as this reader sees it.
+    pub(crate) fn len(&self) -> usize {
+        self.num
+    }
+
+    /// The entry at `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Option<ArcBorrow<'a, T>> {
+        if i >= self.num {
+            return None;
+        }
+        let p = self.buf.load(i);
+        // SAFETY: By the type invariant a non-null slot below `num` points
+        // to an entry from `Arc::into_raw` that is not freed for `'a`.
+        (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) })
+    }
+
+    /// The entries in order, with their index.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, ArcBorrow<'a, T>)> + '_ {
+        (0..self.num).filter_map(move |i| self.get(i).map(|e| (i, e)))
     }
 }
 
@@ -274,16 +341,38 @@ impl<'a, T, W> Keep<'a, T, W> {
 /// period, writers locked out).
 struct NoReaders(());
 
+impl<T, W> RcuArray<T, W> {
+    /// The buffer that lists the entries now.
+    fn current(&self) -> &Slots<T> {
+        if self.second.load(Ordering::Acquire) {
+            &self.second_buf
+        } else {
+            &self.first
+        }
+    }
+
+    /// Takes the current buffer's references out, nulling its slots.
+    fn drain(&self, _no_readers: NoReaders) -> impl Iterator<Item = Arc<T>> + '_ {
+        let buf = self.current();
+        buf.num.store(0, Ordering::Release);
+        buf.slots.iter().filter_map(|s| {
+            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: By the type invariant a non-null slot of the current
+            // buffer owns a reference from `Arc::into_raw`, which now leaves
+            // it; no reader can hold it (`NoReaders`).
+            (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
+        })
+    }
+}
+
 impl<T: Send + Sync, W> RcuArray<T, W> {
     /// An empty array of `cap` slots, with `writer` as its writers' lock.
     pub(crate) fn new(cap: usize, writer: impl PinInit<Mutex<W>>) -> Result<impl PinInit<Self>> {
-        let mut slots = KVec::with_capacity(cap, GFP_KERNEL)?;
-        for _ in 0..cap {
-            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
-        }
+        let (first, second_buf) = (Slots::new(cap)?, Slots::new(cap)?);
         Ok(pin_init!(Self {
-            slots,
-            num: AtomicUsize::new(0),
+            first,
+            second_buf,
+            second: AtomicBool::new(false),
             writer <- writer,
             _own: PhantomData,
         }))
@@ -291,38 +380,22 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
 
     /// `paths_num`: entries listed (read without a lock).
     pub(crate) fn len(&self) -> usize {
-        self.num.load(Ordering::Acquire)
+        self.current().num.load(Ordering::Acquire)
     }
 
-    /// The entry at `i`, for as long as `g` is held.
+    /// The list as it is now, for as long as `g` is held.
     #[inline]
-    pub(crate) fn get<'a>(&'a self, i: usize, g: &'a RcuGuard) -> Option<ArcBorrow<'a, T>> {
-        self.entry(i, Keep::rcu(g))
-    }
-
-    /// The entries in order with their index, for as long as `g` is held.
-    pub(crate) fn iter<'a>(
-        &'a self,
-        g: &'a RcuGuard,
-    ) -> impl Iterator<Item = (usize, ArcBorrow<'a, T>)> {
-        (0..self.len()).filter_map(move |i| self.get(i, g).map(|e| (i, e)))
-    }
-
-    /// The entry at `i`, which `keep` keeps for `'a`.
-    #[inline]
-    fn entry<'a>(&'a self, i: usize, keep: Keep<'a, T, W>) -> Option<ArcBorrow<'a, T>> {
-        match keep {
-            Keep::Rcu(_) if i >= self.len() => return None,
-            Keep::Writer(g) if !core::ptr::eq(g.a, self) => return None,
-            _ => {}
+    pub(crate) fn snapshot<'a>(&'a self, _g: &'a RcuGuard) -> RcuSnapshot<'a, T> {
+        let buf = self.current();
+        // INVARIANT: `g` is a read section: a buffer this reader found
+        // current keeps its slots below the `num` read here until the
+        // section ends (a removal waits for a grace period before it
+        // reuses the buffer, an append writes past `num`), and an entry
+        // leaves the list only a grace period before it is given up.
+        RcuSnapshot {
+            buf,
+            num: buf.num.load(Ordering::Acquire),
         }
-        let p = self.slots.get(i)?.load(Ordering::Acquire);
-        // SAFETY: By the type invariant a non-null slot a reader may look
-        // at holds a pointer from `Arc::into_raw` that owns a reference,
-        // given up only under the writers' mutex and after a grace period:
-        // `keep` holds an RCU read section, or this array's writers' mutex,
-        // for `'a`.
-        (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) })
     }
 
     /// The writers' mutex, for `LockedBy` data that it guards.
@@ -339,25 +412,11 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
     }
 }
 
-impl<T, W> RcuArray<T, W> {
-    /// Takes the first `n` slots' references out, nulling the slots.
-    fn drain(&self, n: usize, _no_readers: NoReaders) -> impl Iterator<Item = Arc<T>> + '_ {
-        self.slots.iter().take(n).filter_map(|s| {
-            let p = s.swap(core::ptr::null_mut(), Ordering::AcqRel);
-            // SAFETY: By the type invariant a non-null slot owns a reference
-            // from `Arc::into_raw`, which now leaves it; no reader can hold
-            // it (`NoReaders`).
-            (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
-        })
-    }
-}
-
 #[pinned_drop]
 impl<T, W> PinnedDrop for RcuArray<T, W> {
     fn drop(self: Pin<&mut Self>) {
-        let n = self.slots.len();
         // Being dropped, the array has no reader left.
-        self.drain(n, NoReaders(())).for_each(drop);
+        self.drain(NoReaders(())).for_each(drop);
     }
 }
 
@@ -382,10 +441,21 @@ impl<T, W> DerefMut for RcuArrayGuard<'_, T, W> {
 }
 
 impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
+    /// The list, which only this writer changes; the caller may sleep.
+    fn snapshot(&self) -> RcuSnapshot<'_, T> {
+        let buf = self.a.current();
+        // INVARIANT: Slots and `num` change only under the writers' lock,
+        // which `self` holds for as long as the snapshot borrows it.
+        RcuSnapshot {
+            buf,
+            num: buf.num.load(Ordering::Acquire),
+        }
+    }
+
     /// The entries in order; the caller may sleep (no writer runs).
     pub(crate) fn iter(&self) -> impl Iterator<Item = ArcBorrow<'_, T>> + '_ {
-        let a = self.a;
-        (0..a.len()).filter_map(move |i| a.entry(i, Keep::Writer(self)))
+        let s = self.snapshot();
+        (0..s.len()).filter_map(move |i| s.get(i))
     }
 
     /// A reference to the first entry for which `is` holds.
@@ -395,55 +465,66 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
 
     /// `rtrs_clt_add_path_to_arr`: appends `e`; gives it back when full.
     pub(crate) fn push(&mut self, e: Arc<T>) -> core::result::Result<(), Arc<T>> {
-        let n = self.a.len();
-        let Some(slot) = self.a.slots.get(n) else {
+        let buf = self.a.current();
+        let n = buf.num.load(Ordering::Acquire);
+        let Some(slot) = buf.slots.get(n) else {
             return Err(e);
         };
+        // Past `num`: no reader looks at it before `num` grows.
         slot.store(Arc::into_raw(e).cast_mut(), Ordering::Release);
-        self.a.num.store(n.saturating_add(1), Ordering::Release);
+        buf.num.store(n.saturating_add(1), Ordering::Release);
         Ok(())
     }
 
     /// `rtrs_clt_remove_path_from_arr`: unlists the first entry for which
-    /// `is` holds, shifting the later entries down, and waits for a grace
-    /// period. Returns its former index and the array's reference to it.
+    /// `is` holds (later entries move down one index), and waits for a
+    /// grace period. Returns its former index and the list's reference.
     pub(crate) fn remove(&mut self, is: impl Fn(&T) -> bool) -> Option<(usize, Arc<T>)> {
         let a = self.a;
-        let n = a.len();
         let i = self.iter().position(|e| is(&*e))?;
-        let p = a.slots.get(i)?.load(Ordering::Acquire);
+        let was_second = a.second.load(Ordering::Acquire);
+        let (old, new) = if was_second {
+            (&a.second_buf, &a.first)
+        } else {
+            (&a.first, &a.second_buf)
+        };
+        let n = old.num.load(Ordering::Acquire);
+        let p = old.load(i);
         if p.is_null() {
             return None;
         }
-        for j in i..n {
-            let next = a
-                .slots
-                .get(j.saturating_add(1))
-                .filter(|_| j.saturating_add(1) < n)
-                .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
-            if let Some(s) = a.slots.get(j) {
-                s.store(next, Ordering::Release);
-            }
+        // The spare has no reader: it gets the list without entry `i`.
+        for (j, s) in new.slots.iter().enumerate() {
+            let from = if j < i { j } else { j.saturating_add(1) };
+            s.store(
+                if from < n {
+                    old.load(from)
+                } else {
+                    core::ptr::null_mut()
+                },
+                Ordering::Release,
+            );
         }
-        // Readers see the array without the entry before `num` drops (as
-        // rtrs_clt_remove_path_from_arr), and none holds it after this.
+        new.num.store(n.saturating_sub(1), Ordering::Release);
+        a.second.store(!was_second, Ordering::Release);
+        // Readers that found the old buffer current are gone after this;
+        // none can reach the entry any more.
         synchronize_rcu();
-        a.num.store(n.saturating_sub(1), Ordering::Release);
-        // SAFETY: The reference the slot owned (type invariant), unlisted
-        // and past a grace period.
+        old.clear();
+        // SAFETY: The reference slot `i` of the then current buffer owned
+        // (type invariant), unlisted and past a grace period; the other
+        // references moved to the new current buffer with its slots.
         Some((i, unsafe { Arc::from_raw(p) }))
     }
 
     /// Unlists every entry (after a grace period) and returns them.
     pub(crate) fn take_all(&mut self) -> KVec<Arc<T>> {
         let a = self.a;
-        let n = a.len();
-        a.num.store(0, Ordering::Release);
+        a.current().num.store(0, Ordering::Release);
         synchronize_rcu();
         let mut v = KVec::new();
-        // Readers look below `num` only, and those that saw it above 0 are
-        // gone; writers are locked out.
-        for e in a.drain(n, NoReaders(())) {
+        // Readers that saw entries listed are gone; writers are locked out.
+        for e in a.drain(NoReaders(())) {
             // On ENOMEM the entry is dropped right here.
             let _ = v.push(e, GFP_KERNEL);
         }

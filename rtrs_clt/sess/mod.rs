@@ -392,7 +392,8 @@ impl Sess {
         let g = RcuGuard::new();
         let up = self
             .paths
-            .iter(&g)
+            .snapshot(&g)
+            .iter()
             .any(|(_, e)| e.sp.shared().state() == RtrsCltState::Connected);
         drop(g);
         up
@@ -483,7 +484,7 @@ impl Sess {
             return cnt;
         };
         let guard = RcuGuard::new();
-        for (_, e) in self.paths.iter(&guard) {
+        for (_, e) in self.paths.snapshot(&guard).iter() {
             if e.sp.shared().state() != RtrsCltState::Connected {
                 continue;
             }

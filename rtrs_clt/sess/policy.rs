@@ -13,7 +13,7 @@ use crate::con::{PathShared, RtrsCltState};
 use crate::ffi::abi::{Confirm, Kvecs, RtrsPermit, UsrHdr};
 use crate::ffi::error::emsgsize;
 use crate::ffi::log::pr_warn_rl;
-use crate::ffi::sync::RcuGuard;
+use crate::ffi::sync::{RcuGuard, RcuSnapshot};
 use crate::ffi::trace;
 use crate::ffi::verbs::SgList;
 use crate::io::{ReqDesc, UserReq};
@@ -24,14 +24,14 @@ use crate::rtrs_core::policy::{
 };
 use crate::rtrs_core::proto::check_io_hdr;
 
-use super::{PathArray, Sess};
+use super::{PathEntry, Sess};
 
 /// The path list as the policies see it: each path's state, inflight and
-/// heartbeat latency read when the policy looks at it, under `g`; with
-/// `now_ns` (`service-time`), its completion-latency estimate as of then.
+/// heartbeat latency read when the policy looks at it, over one snapshot
+/// of the list; with `now_ns` (`service-time`), its completion-latency
+/// estimate as of then.
 struct LiveViews<'a> {
-    list: &'a PathArray,
-    g: &'a RcuGuard,
+    list: RcuSnapshot<'a, PathEntry>,
     now_ns: Option<i64>,
 }
 
@@ -43,7 +43,7 @@ impl PathViews for LiveViews<'_> {
     // Inline: each request reads its path's view two or three times.
     #[inline]
     fn view(&self, i: usize) -> Option<PathView> {
-        let e = self.list.get(i, self.g)?;
+        let e = self.list.get(i)?;
         let sh = e.sp.shared();
         let view = PathView::new(
             sh.state(),
@@ -105,10 +105,10 @@ impl Sess {
         let cached = gen.and_then(|g| unpack_hint(self.lat_hint.load(Ordering::Relaxed), g));
         let mut hint = LatencyHint::new(cached);
         let guard = RcuGuard::new();
-        // The policies read the live list, one path at a time, as C does.
+        // The policies read the list as it was when the walk began (each
+        // path's state, inflight and latency live, one path at a time).
         let views = LiveViews {
-            list: &self.paths,
-            g: &guard,
+            list: self.paths.snapshot(&guard),
             now_ns: (policy == MpPolicy::ServiceTime).then(crate::ffi::misc::ktime_get_ns),
         };
         let n = views.paths_num();
@@ -126,7 +126,7 @@ impl Sess {
         let counted = counts_inflight(policy);
         let sample_svc = policy == MpPolicy::ServiceTime;
         let out = failover_req(policy, &views, n, &mut cursor, &mut hint, |i| {
-            let Some(e) = self.paths.get(i, &guard) else {
+            let Some(e) = views.list.get(i) else {
                 return Offer::Skipped;
             };
             let shared = e.sp.shared();
