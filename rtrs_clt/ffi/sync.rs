@@ -231,35 +231,36 @@ impl<T> Drop for Retired<T> {
 /// that serialises its writers (C's `paths_list` with `paths_mutex` and
 /// `paths_num`).
 ///
-/// Readers take an [`RcuSnapshot`] under an [`RcuGuard`]: one consistent
-/// list for the whole read section, which holds every entry listed both
-/// when it was taken and all through it. A removal never shifts what a
-/// reader reads: it writes the shorter list into the spare buffer, makes
-/// that the current one, and waits for a grace period before it reuses the
-/// old one (so that a reader walking the list cannot miss the entry that
-/// moved down, as C's `list_del_rcu` keeps the next entry reachable).
+/// Readers take an [`RcuSnapshot`] under an [`RcuGuard`]: the entries
+/// listed when it was taken (later appends are not in it), unchanged for
+/// the whole read section. A removal never shifts what a reader reads: it
+/// writes the shorter list into the spare buffer, makes that the current
+/// one, and waits for a grace period before it reuses the old one, so a
+/// reader walking the list cannot miss the entry that moved down (as C's
+/// `list_del_rcu` keeps the next entry reachable).
 /// Writers hold [`RcuArray::lock`], which also guards a `W` of the owner's
 /// and lets them walk the entries while sleeping.
 ///
 /// # Invariants
 ///
-/// - The current buffer (`second` says which) lists the entries: its
-///   first `num` slots hold pointers from `Arc::into_raw`, each owning one
+/// - The current buffer (`cur` says which) lists the entries: its first
+///   `num` slots hold pointers from `Arc::into_raw`, each owning one
 ///   reference; its other slots are null.
-/// - The spare buffer's slots are null and no reader reads it, except
-///   within `remove`: between making the spare current and the grace
-///   period after that, the old buffer holds copies that own nothing.
-/// - Slots, `num` and `second` change only under `writer`; once a reader
+/// - The spare buffer lists nothing (null slots, `num` 0) and no reader
+///   reads it; only `remove` fills it, under `writer`, before making it
+///   current. From then until `remove` returns, the old buffer is read by
+///   readers that found it current; its slots are copies, save the removed
+///   entry's, which still owns the reference `remove` returns.
+/// - Slots, `num` and `cur` change only under `writer`; once a reader
 ///   has read a buffer's `num` in a read section, that buffer's slots below
 ///   it keep their values until the section ends; and a reference taken
 ///   out of the list is given up only after a grace period that started
 ///   once no reader could reach it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct RcuArray<T, W> {
-    first: Slots<T>,
-    second_buf: Slots<T>,
-    /// Whether `second_buf` is the current buffer.
-    second: AtomicBool,
+    bufs: [Slots<T>; 2],
+    /// Whether `bufs[1]` is the current buffer.
+    cur: AtomicBool,
     #[pin]
     writer: Mutex<W>,
     _own: PhantomData<Arc<T>>,
@@ -272,6 +273,7 @@ struct Slots<T> {
 }
 
 impl<T> Slots<T> {
+    /// `cap` null slots.
     fn new(cap: usize) -> Result<Self> {
         let mut slots = KVec::with_capacity(cap, GFP_KERNEL)?;
         for _ in 0..cap {
@@ -294,7 +296,7 @@ impl<T> Slots<T> {
     fn clear(&self) {
         self.num.store(0, Ordering::Release);
         for s in self.slots.iter() {
-            s.store(core::ptr::null_mut(), Ordering::Release);
+            s.store(core::ptr::null_mut(), Ordering::Relaxed);
         }
     }
 }
@@ -342,13 +344,19 @@ impl<'a, T> RcuSnapshot<'a, T> {
 struct NoReaders(());
 
 impl<T, W> RcuArray<T, W> {
+    /// Buffer 1 if `one`, else buffer 0.
+    fn buf(&self, one: bool) -> &Slots<T> {
+        let [b0, b1] = &self.bufs;
+        if one {
+            b1
+        } else {
+            b0
+        }
+    }
+
     /// The buffer that lists the entries now.
     fn current(&self) -> &Slots<T> {
-        if self.second.load(Ordering::Acquire) {
-            &self.second_buf
-        } else {
-            &self.first
-        }
+        self.buf(self.cur.load(Ordering::Acquire))
     }
 
     /// Takes the current buffer's references out, nulling its slots.
@@ -368,19 +376,13 @@ impl<T, W> RcuArray<T, W> {
 impl<T: Send + Sync, W> RcuArray<T, W> {
     /// An empty array of `cap` slots, with `writer` as its writers' lock.
     pub(crate) fn new(cap: usize, writer: impl PinInit<Mutex<W>>) -> Result<impl PinInit<Self>> {
-        let (first, second_buf) = (Slots::new(cap)?, Slots::new(cap)?);
+        let bufs = [Slots::new(cap)?, Slots::new(cap)?];
         Ok(pin_init!(Self {
-            first,
-            second_buf,
-            second: AtomicBool::new(false),
+            bufs,
+            cur: AtomicBool::new(false),
             writer <- writer,
             _own: PhantomData,
         }))
-    }
-
-    /// `paths_num`: entries listed (read without a lock).
-    pub(crate) fn len(&self) -> usize {
-        self.current().num.load(Ordering::Acquire)
     }
 
     /// The list as it is now, for as long as `g` is held.
@@ -391,7 +393,7 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
         // current keeps its slots below the `num` read here until the
         // section ends (a removal waits for a grace period before it
         // reuses the buffer, an append writes past `num`), and an entry
-        // leaves the list only a grace period before it is given up.
+        // leaves the list at least a grace period before it is given up.
         RcuSnapshot {
             buf,
             num: buf.num.load(Ordering::Acquire),
@@ -452,6 +454,11 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
         }
     }
 
+    /// `paths_num`: entries listed.
+    pub(crate) fn len(&self) -> usize {
+        self.snapshot().len()
+    }
+
     /// The entries in order; the caller may sleep (no writer runs).
     pub(crate) fn iter(&self) -> impl Iterator<Item = ArcBorrow<'_, T>> + '_ {
         let s = self.snapshot();
@@ -482,12 +489,8 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
     pub(crate) fn remove(&mut self, is: impl Fn(&T) -> bool) -> Option<(usize, Arc<T>)> {
         let a = self.a;
         let i = self.iter().position(|e| is(&*e))?;
-        let was_second = a.second.load(Ordering::Acquire);
-        let (old, new) = if was_second {
-            (&a.second_buf, &a.first)
-        } else {
-            (&a.first, &a.second_buf)
-        };
+        let was_one = a.cur.load(Ordering::Acquire);
+        let (old, new) = (a.buf(was_one), a.buf(!was_one));
         let n = old.num.load(Ordering::Acquire);
         let p = old.load(i);
         if p.is_null() {
@@ -506,7 +509,7 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
             );
         }
         new.num.store(n.saturating_sub(1), Ordering::Release);
-        a.second.store(!was_second, Ordering::Release);
+        a.cur.store(!was_one, Ordering::Release);
         // Readers that found the old buffer current are gone after this;
         // none can reach the entry any more.
         synchronize_rcu();

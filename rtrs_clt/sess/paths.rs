@@ -46,7 +46,7 @@ impl Sess {
                 dst: &dst,
                 paths_uuid: self.paths_uuid,
                 // A session with no path left is new to the server.
-                for_new_clt: self.paths.len() == 0,
+                for_new_clt: closing.len() == 0,
                 nr_poll_queues: 0,
                 hb: g.hb,
                 policy_gen: &self.policy_gen,
@@ -88,8 +88,7 @@ impl Sess {
         });
         if let Err(err) = res {
             let removed = self.unlist(&mut self.paths.lock(), e);
-            if let Some((i, kobj, e)) = removed {
-                self.rr_cursor_on_remove(i);
+            if let Some((kobj, e)) = removed {
                 e.sp.get().close_conns(true);
                 // After the mutex: removing the directory waits for its
                 // running stores, which may wait for the mutex.
@@ -136,8 +135,7 @@ impl Sess {
                 self.unlist(&mut closing, &entry)
             }
         };
-        if let Some((i, kobj, e)) = removed {
-            self.rr_cursor_on_remove(i);
+        if let Some((kobj, e)) = removed {
             if let Some(k) = kobj {
                 k.destroy_self(store);
             }
@@ -147,26 +145,27 @@ impl Sess {
         Ok(())
     }
 
-    /// `rtrs_clt_remove_path_from_arr`: unlists `e`; returns its former
-    /// index, its directory and the list's reference. Later paths move down
-    /// one index, so the generation is bumped before and after: a cached
-    /// pick made meanwhile may name a neighbour for that long (it is still
-    /// re-checked CONNECTED).
+    /// `rtrs_clt_remove_path_from_arr`: unlists `e`; returns its directory
+    /// and the list's reference. Later paths move down one index, so the
+    /// generation is bumped before and after: a cached pick made meanwhile
+    /// may name a neighbour for that long (it is still re-checked
+    /// CONNECTED); the round-robin cursors move down with them.
     fn unlist(
         &self,
         closing: &mut RcuArrayGuard<'_, PathEntry, bool>,
         e: &PathEntry,
-    ) -> Option<(usize, Option<PathKobj>, Arc<PathEntry>)> {
+    ) -> Option<(Option<PathKobj>, Arc<PathEntry>)> {
         self.policy_gen.bump();
         let r = closing.remove(|x| core::ptr::eq(x, e));
         self.policy_gen.bump();
-        r.map(|(i, e)| (i, e.kobj.access_mut(closing).take(), e))
+        let (i, e) = r?;
+        self.rr_cursor_on_remove(i, closing.len());
+        Some((e.kobj.access_mut(closing).take(), e))
     }
 
     /// Keeps each CPU's round-robin cursor on the same path after the one
-    /// at `removed` left the list.
-    fn rr_cursor_on_remove(&self, removed: usize) {
-        let n = self.paths.len();
+    /// at `removed` left the list, which now has `n` entries.
+    fn rr_cursor_on_remove(&self, removed: usize, n: usize) {
         for c in self.rr_cursor.iter() {
             let v = c.load(Ordering::Relaxed);
             let mut cur = (v != usize::MAX).then_some(v);

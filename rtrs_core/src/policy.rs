@@ -175,8 +175,8 @@ impl PathSkipSet {
     }
 }
 
-/// The paths a policy walks: `len` entries, read one at a time. A source
-/// may change between reads (the module reads the live list under RCU); an
+/// The paths a policy walks: `len` entries, read one at a time. The
+/// module's list is a snapshot (each entry's state and counters live); an
 /// entry that reads `None` is skipped like a path that is not CONNECTED.
 pub trait PathViews {
     /// `paths_num`: entries `0..paths_num()` exist.
@@ -904,7 +904,7 @@ mod tests {
         // A hint the request tried already is no hint.
         let (p, scanned, _) = pick(Some(0), &[0]);
         assert_eq!((p, scanned), (Some(1), None));
-        // An entry that reads None (a removal in progress) is no hint.
+        // An entry that reads None is no hint.
         let src = Holey(vec![Some(up(0, 9)), None, Some(up(0, 5))]);
         let mut h = LatencyHint::new(Some(1));
         let mut skip = PathSkipSet::new();
@@ -1388,9 +1388,9 @@ mod tests {
         super::super::path_state::change_state_from_to(s, Connected, Reconnecting)
     }
 
-    /// A live source (the module's RCU list): entries may read `None` while
-    /// a removal shifts the list. Every policy skips them and still offers
-    /// every readable CONNECTED path once.
+    /// A source with entries that read `None` (the module's snapshot has
+    /// none; a source may): every policy skips them and still offers every
+    /// readable CONNECTED path once.
     struct Holey(Vec<Option<PathView>>);
 
     impl PathViews for Holey {
