@@ -157,7 +157,8 @@ impl PathConns {
     /// `init_conns` + `rtrs_send_path_info` for `shared`, which is
     /// CONNECTING: connects one admin connection, one per CPU id and the
     /// poll ones, does the INFO exchange and allocates the request slots;
-    /// the path is CONNECTED then. On error everything is torn down, the
+    /// the caller publishes the connections, then makes the path
+    /// CONNECTED. On error everything is torn down, the
     /// path is CONNECTING_ERR (so a reconnect can take it, as C's
     /// `init_conns` and `rtrs_send_path_info` leave it) and the C client's
     /// errno returned. The connections hold `up` (their path) until they go.
@@ -194,7 +195,7 @@ impl PathConns {
         Ok(path)
     }
 
-    /// The steps of [`PathConns::connect`], up to CONNECTED.
+    /// The steps of [`PathConns::connect`].
     fn connect_steps(
         &mut self,
         up: &Arc<dyn PathRecovery>,
@@ -202,14 +203,7 @@ impl PathConns {
         let at = |stage| move |err| ConnectError { stage, cid: 0, err };
         self.init_conns(up)?;
         self.send_path_info().map_err(at(ConnectStage::PathInfo))?;
-        self.alloc_reqs().map_err(at(ConnectStage::AllocReqs))?;
-        if !self
-            .shared
-            .change_state(RtrsCltState::Connected, StateReason::Connected)
-        {
-            return Err(at(ConnectStage::PathInfo)(econnreset()));
-        }
-        Ok(())
+        self.alloc_reqs().map_err(at(ConnectStage::AllocReqs))
     }
 
     /// What CM handlers and CQ callbacks share.

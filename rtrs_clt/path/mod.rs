@@ -27,6 +27,7 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, Mutex};
 
 use crate::con::{IoCtx, PathArgs, PathLink, PathRecovery, PathShared, RtrsCltState};
+use crate::ffi::error::econnreset;
 use crate::ffi::sync::{RcuBox, RcuGuard};
 use crate::ffi::trace;
 use crate::ffi::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
@@ -248,7 +249,7 @@ impl<O: PathOwner> SessPath<O> {
         {
             let _g = self.init.lock();
             let up: Arc<dyn PathRecovery> = Arc::<Self>::from(self);
-            let path = PathConns::connect(&self.shared, up).map_err(|e| {
+            let failed = |e: ConnectError| {
                 let what = match e.stage {
                     ConnectStage::PathInfo => "rtrs_send_path_info()",
                     _ => "init_conns()",
@@ -261,11 +262,30 @@ impl<O: PathOwner> SessPath<O> {
                 );
                 self.trace_connect(&e);
                 e.err
-            })?;
+            };
+            let path = PathConns::connect(&self.shared, up).map_err(failed)?;
             let old = self.cur.replace(Some(path));
             if old.is_some() {
                 // Cannot happen: teardown unpublishes under `init`.
                 pr_err!("{}: path published twice\n", self.shared.sessname());
+            }
+            // CONNECTED once published, as C's path is usable when its INFO
+            // response makes it CONNECTED: IO that sees the state finds the
+            // connections. If the path left CONNECTING meanwhile (an error,
+            // a close), CONNECTING_ERR where it may, before the teardown;
+            // never CONNECTED, so no IO reached it.
+            if !self
+                .shared
+                .change_state(RtrsCltState::Connected, StateReason::Connected)
+            {
+                self.shared
+                    .update_state(StateReason::ConnectFailed, path_state::connect_failed);
+                drop(self.cur.replace(None).wait());
+                return Err(failed(ConnectError {
+                    stage: ConnectStage::PathInfo,
+                    cid: 0,
+                    err: econnreset(),
+                }));
             }
             // Under `init`, as C: a teardown that follows at once (an error
             // right after connecting) takes the path down after this.
