@@ -28,6 +28,7 @@ use kernel::sync::{Arc, ArcBorrow, Mutex};
 
 use crate::con::{IoCtx, PathArgs, PathLink, PathRecovery, PathShared, RtrsCltState};
 use crate::ffi::error::econnreset;
+use crate::ffi::log::pr_err_rl;
 use crate::ffi::sync::{RcuBox, RcuGuard};
 use crate::ffi::trace;
 use crate::ffi::wq::{impl_has_delayed_work, DelayedWork, WorkItem, Workqueue};
@@ -347,10 +348,18 @@ impl<O: PathOwner> SessPath<O> {
     }
 
     /// `fail_all_outstanding_reqs`: each request still in flight is failed
-    /// over to another path, or confirmed with the error.
+    /// over to another path, or confirmed with the error (logged, as C
+    /// logs each request it fails here).
     fn fail_all_outstanding_reqs(&self, io: &IoCtx) {
         io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| {
-            self.sess.failover_req(fr, &self.shared)
+            self.sess.failover_req(fr, &self.shared).inspect_err(|e| {
+                pr_err_rl!(
+                    "{}: IO {} request failed: error={}, no path took it over\n",
+                    self.shared.sessname(),
+                    if fr.read { "read" } else { "write" },
+                    e.to_errno()
+                )
+            })
         });
     }
 
