@@ -71,7 +71,8 @@ pub(crate) trait PathOwner: Send + Sync + 'static {
 /// # Invariants
 ///
 /// A published `cur` was made from `self.shared` (by `init_path`) and is
-/// taken out only by `stop_and_destroy_conns`.
+/// taken out only under `init`: by `stop_and_destroy_conns`, or by
+/// `init_path` when the path left CONNECTING before it became CONNECTED.
 #[pin_data]
 pub(crate) struct SessPath<O: PathOwner> {
     /// `err_recovery_work`: tears the connections down, then reconnects.
@@ -272,15 +273,13 @@ impl<O: PathOwner> SessPath<O> {
             }
             // CONNECTED once published, as C's path is usable when its INFO
             // response makes it CONNECTED: IO that sees the state finds the
-            // connections. If the path left CONNECTING meanwhile (an error,
-            // a close), CONNECTING_ERR where it may, before the teardown;
-            // never CONNECTED, so no IO reached it.
+            // connections. If the path left CONNECTING meanwhile (an error
+            // made it CONNECTING_ERR, or a close CLOSING), it was never
+            // CONNECTED, so no IO reached it: unpublished and torn down.
             if !self
                 .shared
                 .change_state(RtrsCltState::Connected, StateReason::Connected)
             {
-                self.shared
-                    .update_state(StateReason::ConnectFailed, path_state::connect_failed);
                 drop(self.cur.replace(None).wait());
                 return Err(failed(ConnectError {
                     stage: ConnectStage::PathInfo,
@@ -348,8 +347,8 @@ impl<O: PathOwner> SessPath<O> {
     }
 
     /// `fail_all_outstanding_reqs`: each request still in flight is failed
-    /// over to another path, or confirmed with the error (logged, as C
-    /// logs each request it fails here).
+    /// over to another path, or confirmed with the error, logged (C logs
+    /// every request it fails here, even one it then fails over).
     fn fail_all_outstanding_reqs(&self, io: &IoCtx) {
         io.fail_outstanding(&self.shared.stats, |fr: &ReqDesc<'_>| {
             self.sess.failover_req(fr, &self.shared).inspect_err(|e| {
