@@ -27,9 +27,9 @@ use crate::ffi::verbs::{
     static_cqe, wc_status_msg, Cqe, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
     QpOwner, SgList,
 };
-use crate::rtrs_core::imm::RtrsChunkLayout;
+use crate::rtrs_core::imm::{IoReqPlan, RtrsChunkLayout};
 use crate::rtrs_core::proto::{
-    check_io_chunk, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
+    RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
 use crate::stats::PathStats;
 
@@ -313,7 +313,9 @@ impl<C: IoCon> IoCtx<C> {
     /// `rtrs_clt_init_req` + `rtrs_clt_read_req`/`rtrs_clt_write_req` on
     /// `con`. On error the slot is free again and nothing was posted.
     /// `min_inflight`: `inflight` counts it (`req->mp_policy`);
-    /// `svc_sample`: its latency feeds the service-time estimate.
+    /// `svc_sample`: its latency feeds the service-time estimate. Out of
+    /// line: inlined into the session's walk, it cost more than its call.
+    #[inline(never)]
     pub(crate) fn submit<'g>(
         &self,
         con: &'g C,
@@ -380,10 +382,16 @@ impl<C: IoCon> IoCtx<C> {
         if a.usr.copy_to(own.iu.as_mut().buf_mut()).is_none() {
             return Err(emsgsize());
         }
-        if let Err(e) = check_io_chunk(a.read, a.data_len, a.usr_len, self.layout.chunk_size()) {
-            pr_warn_rl!("{}: {}\n", sess, e);
-            return Err(e.into());
-        }
+        let plan = match self
+            .layout
+            .plan_io_req(a.read, a.mem_id, a.data_len, a.usr_len)
+        {
+            Ok(p) => p,
+            Err(e) => {
+                pr_warn_rl!("{}: {}\n", sess, e);
+                return Err(e.into());
+            }
+        };
         let Some(user) = a.user.take() else {
             return Err(EINVAL);
         };
@@ -408,7 +416,7 @@ impl<C: IoCon> IoCtx<C> {
             SgData::List(user.sg)
         };
         own.io.user = Some((user.conf, data));
-        match self.post(sub, own) {
+        match self.post(sub, own, plan) {
             Ok(()) => Ok(()),
             Err((e, Some(mut own))) => {
                 req.need_inval.store(false, Ordering::Relaxed);
@@ -428,6 +436,7 @@ impl<C: IoCon> IoCtx<C> {
         own: &mut ReqOwned<C>,
         rbuf: RemoteChunk,
         a: &ReqDesc<'_>,
+        plan: IoReqPlan,
         fr_en: bool,
     ) -> Result<Built> {
         let (iova, mr_len, mr_lkey, mr_rkey) = {
@@ -450,9 +459,6 @@ impl<C: IoCon> IoCtx<C> {
         };
         let sg_size = a.usr_len.checked_add(msg_len).ok_or_else(emsgsize)?;
         let sg_size32 = u32::try_from(sg_size).map_err(|_| emsgsize())?;
-        let off = u32::try_from(a.data_len.checked_add(a.usr_len).ok_or_else(emsgsize)?)
-            .map_err(|_| emsgsize())?;
-        let imm = self.layout.io_req_imm(a.mem_id, off)?;
         // Writes: the data through the MR, then header and message, to the
         // chunk start. Reads: header and message after `data_len`.
         let iu_sge = bindings::ib_sge {
@@ -463,12 +469,7 @@ impl<C: IoCon> IoCtx<C> {
         let mut sges = [bindings::ib_sge::default(); 2];
         let (num_sge, remote) = if a.read {
             sges[0] = iu_sge;
-            (
-                1,
-                rbuf.addr.checked_add(u64::from(
-                    u32::try_from(a.data_len).map_err(|_| emsgsize())?,
-                )),
-            )
+            (1, rbuf.addr.checked_add(u64::from(plan.data_off)))
         } else if fr_en {
             sges[0] = bindings::ib_sge {
                 addr: iova,
@@ -491,7 +492,7 @@ impl<C: IoCon> IoCtx<C> {
             sges,
             num_sge,
             remote,
-            imm,
+            imm: plan.imm,
             sg_size,
         })
     }
@@ -503,6 +504,7 @@ impl<C: IoCon> IoCtx<C> {
         &self,
         sub: &Submission<'a, C>,
         mut own: SlotMut<'a, ReqOwned<C>>,
+        plan: IoReqPlan,
     ) -> core::result::Result<(), PostError<'a, C>> {
         let Submission {
             con,
@@ -529,7 +531,7 @@ impl<C: IoCon> IoCtx<C> {
                 return Err((Error::from_errno(e), Some(own)));
             }
         }
-        let b = match self.build(sess, &mut own, rbuf, a, fr_en) {
+        let b = match self.build(sess, &mut own, rbuf, a, plan, fr_en) {
             Ok(b) => b,
             Err(e) => return Err((e, Some(own))),
         };
@@ -618,6 +620,18 @@ impl<C: IoCon> IoCtx<C> {
         Some(UserReq { conf, sg })
     }
 
+    /// The caller's callback out of a completed slot, its data list
+    /// unmapped: the completion's `take_user` (the list goes back to no one).
+    fn take_conf(&self, io: &mut ReqIo) -> Option<Confirm> {
+        let (conf, data) = io.user.take()?;
+        if let SgData::Mapped(m) = data {
+            if m.needs_unmap() {
+                m.unmap(&self.dev);
+            }
+        }
+        Some(conf)
+    }
+
     /// `process_io_rsp` for an IO response `RtrsImm::decode` took against
     /// this path's queue depth (so `msg_id` names a slot). CQ context.
     /// `g` is the completion's read-side section, which `io` was read in.
@@ -679,7 +693,7 @@ impl<C: IoCon> IoCtx<C> {
                 }
             }
         }
-        let user = self.take_user(&mut own.io);
+        let conf = self.take_conf(&mut own.io);
         let io = &own.io;
         let (min_inflight, svc, read, start_ns) =
             (io.min_inflight, io.svc_sample, io.read, io.start_ns);
@@ -699,8 +713,8 @@ impl<C: IoCon> IoCtx<C> {
                 errno
             );
         }
-        if let Some(u) = user {
-            u.conf.call(errno);
+        if let Some(conf) = conf {
+            conf.call(errno);
         }
         true
     }

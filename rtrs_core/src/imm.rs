@@ -8,7 +8,7 @@
 //! depth ([`RtrsChunkLayout`]); IO responses pack a 9-bit errno and a
 //! 19-bit msg id.
 
-use super::proto::{WireError, MAX_SESS_QUEUE_DEPTH};
+use super::proto::{check_io_chunk, WireError, MAX_SESS_QUEUE_DEPTH};
 
 /// `MAX_IMM_TYPE_BITS`.
 pub const MAX_IMM_TYPE_BITS: u32 = 4;
@@ -148,6 +148,7 @@ impl RtrsChunkLayout {
     }
 
     /// Chunk size in bytes.
+    #[cfg(test)]
     pub const fn chunk_size(&self) -> u32 {
         self.chunk_size
     }
@@ -198,6 +199,41 @@ impl RtrsChunkLayout {
             Ok(p) => Ok(rtrs_to_io_req_imm(p)),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// What a READ or WRITE request is on the wire, from
+/// [`RtrsChunkLayout::plan_io_req`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoReqPlan {
+    /// The request's IMM (host order).
+    pub imm: u32,
+    /// `data_len`: where a READ's user header lands in the chunk.
+    pub data_off: u32,
+}
+
+impl RtrsChunkLayout {
+    /// `rtrs_clt_{read,write}_req`'s size check (`check_io_chunk`) and IMM
+    /// (`io_req_imm` at offset `data_len + usr_len`) for chunk `mem_id`,
+    /// in one pass.
+    pub fn plan_io_req(
+        &self,
+        read: bool,
+        mem_id: u32,
+        data_len: usize,
+        usr_len: usize,
+    ) -> Result<IoReqPlan, WireError> {
+        check_io_chunk(read, data_len, usr_len, self.chunk_size)?;
+        // The check bounds both by chunk_size, a u32.
+        let (Ok(data_off), Ok(usr)) = (u32::try_from(data_len), u32::try_from(usr_len)) else {
+            return Err(WireError::IoChunkTooBig {
+                read,
+                size: usize::MAX,
+                chunk_size: self.chunk_size,
+            });
+        };
+        let imm = self.io_req_imm(mem_id, data_off.wrapping_add(usr))?;
+        Ok(IoReqPlan { imm, data_off })
     }
 }
 
@@ -637,5 +673,56 @@ mod tests {
             );
         }
         assert!(seen.iter().all(|&n| n > 50_000), "{seen:?}");
+    }
+
+    /// `plan_io_req` is `check_io_chunk` then `io_req_imm` at
+    /// `data_len + usr_len`, with the same error first.
+    #[test]
+    fn plan_io_req_is_check_then_imm() {
+        let mut rng = Rng(0x10_7e9);
+        let layouts = [
+            layout(128, 128 << 10),
+            layout(512, 64 << 10),
+            layout(1, 4096),
+            layout(65535, 4096),
+        ];
+        let mut seen = [0u32; 3];
+        for _ in 0..200_000 {
+            let l = layouts[rng.index(4)];
+            let read = rng.below(2) == 0;
+            let mem_id = rng.below(u64::from(l.queue_depth()) + 2) as u32;
+            let cs = l.chunk_size() as usize;
+            let (data_len, usr_len) = match rng.below(3) {
+                0 => (rng.index(cs + 64), rng.index(512)),
+                1 => (cs - 48 + rng.index(16), rng.index(40)),
+                _ => (usize::MAX - rng.index(4), rng.index(4)),
+            };
+            let want = check_io_chunk(read, data_len, usr_len, l.chunk_size()).and_then(|()| {
+                let off = u32::try_from(data_len + usr_len).unwrap();
+                l.io_req_imm(mem_id, off).map(|imm| IoReqPlan {
+                    imm,
+                    data_off: data_len as u32,
+                })
+            });
+            let got = l.plan_io_req(read, mem_id, data_len, usr_len);
+            assert_eq!(got, want, "{read} {mem_id} {data_len} {usr_len}");
+            seen[match got {
+                Ok(_) => 0,
+                Err(WireError::IoChunkTooBig { .. }) => 1,
+                Err(_) => 2,
+            }] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 1000), "{seen:?}");
+        // The digest's worked example: QD 512, 128 KiB chunks, slot 3, 4 KiB + 32.
+        let p = layout(512, 128 << 10)
+            .plan_io_req(false, 3, 4096, 32)
+            .unwrap();
+        assert_eq!(
+            p,
+            IoReqPlan {
+                imm: 0x0018_1020,
+                data_off: 4096
+            }
+        );
     }
 }

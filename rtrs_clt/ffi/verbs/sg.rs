@@ -101,6 +101,13 @@ impl MappedSg {
         self.count
     }
 
+    /// Whether `unmap` has work to do: false on a device with virt DMA,
+    /// where the mapped list may simply be dropped.
+    #[inline]
+    pub(crate) fn needs_unmap(&self) -> bool {
+        !self.virt_dma
+    }
+
     /// `ib_dma_unmap_sg` on `dev`, the device it was mapped on; the list
     /// back. (On another device it stays mapped, and this logs.)
     #[inline]
