@@ -138,27 +138,16 @@ void rtrs_rs_free_percpu(void *p)
 	free_percpu((void __percpu __force *)p);
 }
 
-void *rtrs_rs_per_cpu_ptr(void *p, int cpu)
+void *rtrs_rs_per_cpu_ptr(void *p, unsigned int cpu)
 {
+	if (cpu >= nr_cpu_ids || !cpu_possible(cpu))
+		return NULL;
 	return per_cpu_ptr((void __percpu __force *)p, cpu);
 }
 
 void *rtrs_rs_raw_cpu_ptr(void *p)
 {
 	return raw_cpu_ptr((void __percpu __force *)p);
-}
-
-unsigned int rtrs_rs_next_possible_cpu(int prev)
-{
-	/* No CPU follows these (and cpumask_next() wants prev >= -1). */
-	if (prev < -1 || prev >= (int)nr_cpu_ids - 1)
-		return nr_cpu_ids;
-	return cpumask_next(prev, cpu_possible_mask);
-}
-
-bool rtrs_rs_cpu_possible(unsigned int cpu)
-{
-	return cpu < nr_cpu_ids && cpu_possible(cpu);
 }
 
 unsigned int rtrs_rs_nr_cpu_ids(void)
@@ -234,17 +223,6 @@ void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir)
 {
 	ib_dma_unmap_sg(dev, sg, nents, dir);
-}
-
-int rtrs_rs_ib_map_mr_sg_fr(struct ib_mr *mr, struct scatterlist *sg,
-			    int count)
-{
-	/* Align the MR to a 4K page size to match the block virt boundary */
-	int nr = ib_map_mr_sg(mr, sg, count, NULL, SZ_4K);
-
-	if (nr == count)
-		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
-	return nr;
 }
 
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr)

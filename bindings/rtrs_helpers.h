@@ -95,16 +95,10 @@ void rtrs_rs_waitq_wake(struct wait_queue_head *wq);
 /* Per-CPU areas and possible CPUs (macros). */
 void *rtrs_rs_alloc_percpu(size_t size, size_t align);
 void rtrs_rs_free_percpu(void *p);
-void *rtrs_rs_per_cpu_ptr(void *p, int cpu);
+/* per_cpu_ptr(p, cpu), or NULL if cpu is not a possible CPU. */
+void *rtrs_rs_per_cpu_ptr(void *p, unsigned int cpu);
 /* raw_cpu_ptr(p): the slot of the CPU this runs on. */
 void *rtrs_rs_raw_cpu_ptr(void *p);
-/*
- * cpumask_next(prev, cpu_possible_mask): >= nr_cpu_ids at the end, and
- * nr_cpu_ids for any prev outside -1 .. nr_cpu_ids - 2.
- */
-unsigned int rtrs_rs_next_possible_cpu(int prev);
-/* cpu < nr_cpu_ids && cpu_possible(cpu). */
-bool rtrs_rs_cpu_possible(unsigned int cpu);
 
 /*
  * dev_get_by_name(&init_net, name) -> ifindex, 0 if there is none. Reads
@@ -123,7 +117,7 @@ extern const unsigned long rtrs_rs_pcpu_cpu_number;
 extern const unsigned long rtrs_rs_pcpu_this_cpu_off;
 #endif
 
-/* Scatterlist DMA mapping and fast registration (static inlines). */
+/* Scatterlist DMA mapping (static inlines). */
 struct scatterlist;
 /* ib_uses_virt_dma(): no DMA mapping (rxe, siw): sync and unmap do nothing. */
 bool rtrs_rs_ib_uses_virt_dma(struct ib_device *dev);
@@ -131,14 +125,6 @@ int rtrs_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			  int nents, enum dma_data_direction dir);
 void rtrs_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir);
-/*
- * rtrs_map_sg_fr() of the C client: ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)
- * and, if it mapped all count entries, a new key with
- * ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey)) (a static inline).
- * Returns what ib_map_mr_sg() returned.
- */
-int rtrs_rs_ib_map_mr_sg_fr(struct ib_mr *mr, struct scatterlist *sg,
-			    int count);
 int rtrs_rs_ib_dereg_mr(struct ib_mr *mr);
 
 /* The inlines and macros behind an embedded delayed work (rtrs_clt/wq.rs). */

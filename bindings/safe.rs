@@ -44,14 +44,13 @@ unsafe extern "C" {
     #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
     pub(crate) safe static rtrs_rs_pcpu_this_cpu_off: kernel::ffi::c_ulong;
 
-    /// `cpu < nr_cpu_ids && cpu_possible(cpu)`: the bound is checked before
-    /// the mask is read, so any `cpu` is fine.
-    pub(crate) safe fn rtrs_rs_cpu_possible(cpu: kernel::ffi::c_uint) -> bool;
-
-    /// `cpumask_next(prev, cpu_possible_mask)`; the helper answers
-    /// `nr_cpu_ids` itself for a `prev` outside `-1..nr_cpu_ids - 1`, so
-    /// any value is fine.
-    pub(crate) safe fn rtrs_rs_next_possible_cpu(prev: kernel::ffi::c_int) -> kernel::ffi::c_uint;
+    /// `per_cpu_ptr(p, cpu)`, or NULL for a `cpu` that is not possible (the
+    /// helper checks it against `nr_cpu_ids` and the mask first): pointer
+    /// arithmetic only, never a dereference, so any `p` is fine.
+    pub(crate) safe fn rtrs_rs_per_cpu_ptr(
+        p: *mut kernel::ffi::c_void,
+        cpu: kernel::ffi::c_uint,
+    ) -> *mut kernel::ffi::c_void;
 
     /// The module parameter `hb_interval_ms`: reads a variable (0444).
     pub(crate) safe fn rtrs_rs_param_hb_interval_ms() -> kernel::ffi::c_uint;

@@ -7,10 +7,10 @@
 //!
 //! Counters are atomics in the per-CPU area: a writer updates the slot of
 //! the CPU it runs on, with an unlocked per-CPU add as C's `this_cpu_add`
-//! (`PerCpu::this_cpu_add`), or, for the `cpu_migration` pair, a relaxed
-//! `fetch_add` (`from` is the connection's CPU's slot, changed from
-//! others), so preemption never loses an update, and readers and resets
-//! from sysfs need no lock.
+//! (`PerCpu::this_cpu_add`), or, for `cpu_migration_from` (the
+//! connection's CPU's slot, changed from others), a relaxed `fetch_add`, so
+//! preemption never loses an update, and readers need no lock. A reset from
+//! sysfs stores zeros unlocked, and may lose to a concurrent add, as C's.
 
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 
@@ -32,8 +32,9 @@ struct PcpuStats {
     failover_cnt: AtomicU64,
     /// `cpu_migr.from`: completions of this CPU's connections seen elsewhere.
     migr_from: AtomicI32,
-    /// `cpu_migr.to`: completions seen on this CPU for other CPUs' connections.
-    migr_to: AtomicI32,
+    /// `cpu_migr.to`: completions seen on this CPU for other CPUs'
+    /// connections (C's `int`, added to with `this_cpu_inc`; shown as one).
+    migr_to: AtomicU64,
     /// `latency_hist` (not in C): completions per log2-µs bucket, reads
     /// then writes.
     lat: [[AtomicU64; LAT_HIST_BUCKETS]; 2],
@@ -148,7 +149,7 @@ impl PathStats {
     pub(crate) fn update_wc(&self, con_cpu: u32) {
         if crate::ffi::misc::this_cpu_id() != con_cpu {
             if let Some(from) = self.pcpu.get(con_cpu) {
-                self.pcpu.this_cpu().migr_to.fetch_add(1, Ordering::Relaxed);
+                self.pcpu.this_cpu_add(|s| &s.migr_to, 1);
                 from.migr_from.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -200,7 +201,7 @@ impl PathStats {
     pub(crate) fn migr_to(&self) -> impl Iterator<Item = i32> + '_ {
         self.pcpu
             .iter()
-            .map(|(_, s)| s.migr_to.load(Ordering::Relaxed))
+            .map(|(_, s)| s.migr_to.load(Ordering::Relaxed) as i32)
     }
 
     /// `reconnects`.

@@ -114,25 +114,6 @@ pub(crate) unsafe fn this_cpu_add_u64(at: usize, v: u64) {
     };
 }
 
-/// `cpu_possible(cpu)` (false at and beyond `nr_cpu_ids`).
-pub(crate) fn cpu_possible(cpu: u32) -> bool {
-    bindings::rtrs_rs_cpu_possible(cpu)
-}
-
-/// The possible CPUs, as `for_each_possible_cpu`.
-pub(crate) fn possible_cpus() -> impl Iterator<Item = u32> {
-    let mut prev: i32 = -1;
-    core::iter::from_fn(move || {
-        // -1 starts the walk.
-        let cpu = bindings::rtrs_rs_next_possible_cpu(prev);
-        if cpu >= nr_cpu_ids() {
-            return None;
-        }
-        prev = i32::try_from(cpu).ok()?;
-        Some(cpu)
-    })
-}
-
 /// The module parameters `hb_interval_ms` and `hb_missed_max`, unchecked
 /// (fixed after load: 0444).
 pub(crate) fn hb_module_params() -> (u32, u32) {

@@ -26,8 +26,12 @@ pub(crate) unsafe trait Zeroed: Sync {}
 ///
 /// `p` is a per-CPU area from `rtrs_rs_alloc_percpu` sized and aligned for
 /// a `T`, zeroed (a valid `T`, see [`Zeroed`]) and freed only in `drop`.
+/// `slots[cpu]` is `per_cpu_ptr(p, cpu)` for each possible CPU below
+/// `nr_cpu_ids`, and null for the others.
 pub(crate) struct PerCpu<T: Zeroed> {
     p: NonNull<c_void>,
+    /// Each CPU's slot, so that another CPU's is found without a call.
+    slots: KVec<*const T>,
     _t: PhantomData<T>,
 }
 
@@ -39,25 +43,42 @@ unsafe impl<T: Zeroed> Sync for PerCpu<T> {}
 impl<T: Zeroed> PerCpu<T> {
     /// `alloc_percpu(T)`, zeroed.
     pub(crate) fn new() -> Result<Self> {
+        let n = misc::nr_cpu_ids();
+        let mut slots = KVec::with_capacity(usize::try_from(n)?, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(core::ptr::null(), GFP_KERNEL)?;
+        }
         // A null return is an allocation failure.
-        let p =
-            bindings::rtrs_rs_alloc_percpu(core::mem::size_of::<T>(), core::mem::align_of::<T>());
-        // INVARIANT: sized and aligned for `T`, zeroed, and ours.
+        let p = NonNull::new(bindings::rtrs_rs_alloc_percpu(
+            core::mem::size_of::<T>(),
+            core::mem::align_of::<T>(),
+        ))
+        .ok_or(ENOMEM)?;
+        for (cpu, slot) in (0..n).zip(slots.iter_mut()) {
+            // Null for a CPU that is not possible.
+            *slot = bindings::rtrs_rs_per_cpu_ptr(p.as_ptr(), cpu)
+                .cast_const()
+                .cast::<T>();
+        }
+        // INVARIANT: sized and aligned for `T`, zeroed, and ours; `slots`
+        // as `per_cpu_ptr` gave them.
         Ok(Self {
-            p: NonNull::new(p).ok_or(ENOMEM)?,
+            p,
+            slots,
             _t: PhantomData,
         })
     }
 
     /// `per_cpu_ptr(p, cpu)`; `None` if `cpu` is not a possible CPU.
+    #[inline]
     pub(crate) fn get(&self, cpu: u32) -> Option<&T> {
-        if !misc::cpu_possible(cpu) {
+        let slot = *self.slots.get(usize::try_from(cpu).ok()?)?;
+        if slot.is_null() {
             return None;
         }
-        let c = i32::try_from(cpu).ok()?;
-        // SAFETY: By the type invariant the area holds a valid `T` for every
-        // possible CPU, live as long as `self`.
-        Some(unsafe { &*bindings::rtrs_rs_per_cpu_ptr(self.p.as_ptr(), c).cast::<T>() })
+        // SAFETY: By the type invariant a non-null slot is a possible CPU's
+        // valid `T` in the area, live as long as `self`.
+        Some(unsafe { &*slot })
     }
 
     /// `raw_cpu_ptr(p)`: the slot of the CPU this runs on (which may change
@@ -110,7 +131,10 @@ impl<T: Zeroed> PerCpu<T> {
 
     /// Every possible CPU's slot, as `for_each_possible_cpu`.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> + '_ {
-        misc::possible_cpus().filter_map(move |c| Some((c, self.get(c)?)))
+        (0..self.slots.len()).filter_map(move |c| {
+            let c = u32::try_from(c).ok()?;
+            Some((c, self.get(c)?))
+        })
     }
 }
 

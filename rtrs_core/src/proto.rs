@@ -478,6 +478,16 @@ fn rd_u64(buf: &[u8], off: usize) -> Result<u64, WireError> {
     rd::<8>(buf, off).map(u64::from_le_bytes)
 }
 
+/// The lkey and rkey of a fast-registration MR after a registration:
+/// `ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey))`, the low byte of both
+/// set to the rkey's low byte plus one (wrapping), so that a request never
+/// reuses the key of the one before it.
+#[inline]
+pub const fn fast_reg_keys(lkey: u32, rkey: u32) -> (u32, u32) {
+    let key = rkey.wrapping_add(1) & 0xff;
+    ((lkey & !0xff) | key, (rkey & !0xff) | key)
+}
+
 /// Copies the start of `src` into the start of `dst`, as much as both hold:
 /// `copy_from_slice` for callers whose lengths already agree, without its
 /// length panic, which LLVM keeps where it cannot prove them equal (and

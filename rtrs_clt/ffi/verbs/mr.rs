@@ -11,6 +11,7 @@ use kernel::prelude::*;
 use super::pd_pool::DevRef;
 use super::sg::MappedSg;
 use crate::bindings;
+use crate::rtrs_core::proto::fast_reg_keys;
 
 /// A fast-registration MR (`ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, pages)`),
 /// deregistered on drop.
@@ -53,13 +54,22 @@ impl Mr {
         self.mr.as_ptr()
     }
 
-    /// `rtrs_map_sg_fr`: `ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)`, then,
-    /// if it mapped them all, a new key (`ib_update_fast_reg_key(mr,
-    /// ib_inc_rkey(mr->rkey))`). Returns the number of entries mapped (or
-    /// C's negative errno).
+    /// `rtrs_map_sg_fr`: `ib_map_mr_sg(mr, sg, count, NULL, SZ_4K)` (4K
+    /// pages, as the block layer's virt boundary), then, if it mapped them
+    /// all, the MR's next key (`proto::fast_reg_keys`). Returns the number
+    /// of entries mapped (or C's negative errno).
     pub(crate) fn map_sg(&mut self, sg: &MappedSg) -> c_int {
-        // SAFETY: The MR is live and ours (`&mut self`); `sg` is mapped.
-        unsafe { bindings::rtrs_rs_ib_map_mr_sg_fr(self.mr.as_ptr(), sg.sg.sg, sg.count) }
+        let mr = self.mr.as_ptr();
+        // SAFETY: The MR is live and ours (`&mut self`): nothing else reads
+        // or writes it during the call or the key update; `sg` is mapped,
+        // with `count` DMA entries.
+        unsafe {
+            let nr = bindings::ib_map_mr_sg(mr, sg.sg.sg, sg.count, core::ptr::null_mut(), 4096);
+            if nr == sg.count {
+                ((*mr).lkey, (*mr).rkey) = fast_reg_keys((*mr).lkey, (*mr).rkey);
+            }
+            nr
+        }
     }
 }
 

@@ -1390,3 +1390,29 @@ fn copy_bytes_copies_what_both_hold() {
     assert_eq!(d, [1, 2]);
     copy_bytes(&mut [], &[1]);
 }
+
+/// `ib_inc_rkey` then `ib_update_fast_reg_key`, as ib_verbs.h writes them.
+#[test]
+fn fast_reg_keys_as_ib_verbs() {
+    fn c(lkey: u32, rkey: u32) -> (u32, u32) {
+        let inc = (rkey.wrapping_add(1) & 0xff) | (rkey & !0xff);
+        let newkey = inc as u8;
+        (
+            (lkey & 0xffff_ff00) | u32::from(newkey),
+            (rkey & 0xffff_ff00) | u32::from(newkey),
+        )
+    }
+    assert_eq!(
+        fast_reg_keys(0x1234_5600, 0x1234_5600),
+        (0x1234_5601, 0x1234_5601)
+    );
+    assert_eq!(
+        fast_reg_keys(0xaaaa_aa07, 0x0000_12ff),
+        (0xaaaa_aa00, 0x0000_1200)
+    );
+    let mut rng = crate::test_rng::Rng(0xfa57);
+    for _ in 0..100_000 {
+        let (l, r) = (rng.next() as u32, rng.next() as u32);
+        assert_eq!(fast_reg_keys(l, r), c(l, r));
+    }
+}
