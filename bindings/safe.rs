@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 // C functions that Rust calls without `unsafe`: each is sound for every
-// argument value, because it takes no pointer, or only a reference whose
-// type states all that the function needs of it. So their one declaration
+// argument value, because it takes no pointer, only a reference whose type
+// states all that the function needs of it, or a raw pointer it only does
+// arithmetic on (the per-CPU pointers). So their one declaration
 // says `safe`; bindgen leaves them out (`rtrs_bindgen_block` in Kbuild), and
 // this is the only declaration of each symbol. Included into `bindings`
 // (mod.rs).

@@ -33,7 +33,8 @@ struct PcpuStats {
     /// `cpu_migr.from`: completions of this CPU's connections seen elsewhere.
     migr_from: AtomicI32,
     /// `cpu_migr.to`: completions seen on this CPU for other CPUs'
-    /// connections (C's `int`, added to with `this_cpu_inc`; shown as one).
+    /// connections (C's `int`, incremented on the running CPU's slot; shown
+    /// as one).
     migr_to: AtomicU64,
     /// `latency_hist` (not in C): completions per log2-µs bucket, reads
     /// then writes.

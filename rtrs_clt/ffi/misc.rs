@@ -99,7 +99,9 @@ mod gs {
 ///
 /// `at` is the per-CPU address (a `__percpu` pointer) of an 8-byte aligned
 /// `u64` in a live per-CPU area (an `AtomicU64`), which only its own CPU
-/// changes: a concurrent read-modify-write from another CPU could be lost.
+/// adds to: a concurrent read-modify-write from another CPU could be lost.
+/// (Another CPU's store, a reset, may be undone by a concurrent add, as in
+/// C.)
 #[cfg(all(CONFIG_X86_64, CONFIG_SMP))]
 #[inline(always)]
 pub(crate) unsafe fn this_cpu_add_u64(at: usize, v: u64) {

@@ -100,9 +100,11 @@ impl<T: Zeroed> PerCpu<T> {
     }
 
     /// `this_cpu_add(field, v)` on the running CPU's slot, for a counter
-    /// that only its own CPU changes (readers sum all slots with atomic
-    /// loads): an unlocked `%gs`-relative add on x86-64, as C's; a relaxed
-    /// `fetch_add` elsewhere. A `field` outside the slot is ignored.
+    /// that only its own CPU adds to (readers sum all slots with atomic
+    /// loads; a reset's store from another CPU may be undone by a
+    /// concurrent add, as in C): an unlocked `%gs`-relative add on x86-64,
+    /// as C's; a relaxed `fetch_add` elsewhere. A `field` outside the slot
+    /// is ignored.
     #[inline(always)]
     pub(crate) fn this_cpu_add(&self, field: impl FnOnce(&T) -> &AtomicU64, v: u64) {
         let slot = self.this_cpu();
