@@ -27,7 +27,7 @@ use crate::ffi::verbs::{
     static_cqe, wc_status_msg, Cqe, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
     QpOwner, SgList,
 };
-use crate::rtrs_core::imm::{IoReqPlan, RtrsChunkLayout};
+use crate::rtrs_core::imm::{IoReqPlan, RtrsChunk, RtrsChunkLayout};
 use crate::rtrs_core::proto::{
     RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
 };
@@ -196,14 +196,17 @@ pub(crate) struct Req<C: IoCon> {
     /// invalidate it.
     need_inval: AtomicBool,
     inv_errno: AtomicI32,
+    /// The slot's server chunk: `rbufs[mem_id]` (its rkey changes in
+    /// NEW_RKEY mode) and its place in the IMM.
+    raddr: u64,
+    rkey: AtomicU32,
+    chunk: RtrsChunk,
 }
 
-/// One path's IO state: `reqs`, the server chunks (`rbufs`), and the
+/// One path's IO state: `reqs` with the server chunks (`rbufs`), and the
 /// numbers IO needs, readable without locks.
 pub(crate) struct IoCtx<C: IoCon> {
     reqs: KVec<Req<C>>,
-    rbuf_addr: KVec<u64>,
-    rbuf_rkey: KVec<AtomicU32>,
     layout: RtrsChunkLayout,
     max_hdr_size: u32,
     lkey: u32,
@@ -249,7 +252,8 @@ impl<C: IoCon> IoCtx<C> {
         })?;
         let hdr = usize::try_from(params.max_hdr_size).map_err(|_| EINVAL)?;
         let mut reqs = KVec::with_capacity(qd, GFP_KERNEL)?;
-        for _ in 0..qd {
+        for (mem_id, rbuf) in (0u32..).zip(rbufs) {
+            let chunk = layout.chunk(mem_id).map_err(|_| EINVAL)?;
             let iu = Iu::<ReqDone<C>>::alloc(dev, hdr, bindings::dma_data_direction_DMA_TO_DEVICE)?;
             let mr = Mr::alloc(dev, max_pages_per_mr).inspect_err(|e| {
                 pr_err!(
@@ -269,21 +273,16 @@ impl<C: IoCon> IoCtx<C> {
                     }),
                     need_inval: AtomicBool::new(false),
                     inv_errno: AtomicI32::new(0),
+                    raddr: rbuf.addr,
+                    rkey: AtomicU32::new(rbuf.rkey),
+                    chunk,
                 },
                 GFP_KERNEL,
             )?;
         }
-        let mut rbuf_addr = KVec::with_capacity(qd, GFP_KERNEL)?;
-        let mut rbuf_rkey = KVec::with_capacity(qd, GFP_KERNEL)?;
-        for r in rbufs {
-            rbuf_addr.push(r.addr, GFP_KERNEL)?;
-            rbuf_rkey.push(AtomicU32::new(r.rkey), GFP_KERNEL)?;
-        }
         Ok(KBox::new(
             Self {
                 reqs,
-                rbuf_addr,
-                rbuf_rkey,
                 layout,
                 max_hdr_size: params.max_hdr_size,
                 lkey: dev.local_dma_lkey(),
@@ -305,8 +304,8 @@ impl<C: IoCon> IoCtx<C> {
 
     /// A new rkey for chunk `buf_id` (NEW_RKEY mode).
     pub(crate) fn set_rkey(&self, buf_id: u16, rkey: u32) {
-        if let Some(k) = self.rbuf_rkey.get(usize::from(buf_id)) {
-            k.store(rkey, Ordering::Release);
+        if let Some(r) = self.reqs.get(usize::from(buf_id)) {
+            r.rkey.store(rkey, Ordering::Release);
         }
     }
 
@@ -324,12 +323,10 @@ impl<C: IoCon> IoCtx<C> {
         min_inflight: bool,
         svc_sample: bool,
     ) -> Result {
-        let idx = usize::try_from(a.mem_id).map_err(|_| EINVAL)?;
-        let (Some(req), Some(&raddr), Some(rkey)) = (
-            self.reqs.get(idx),
-            self.rbuf_addr.get(idx),
-            self.rbuf_rkey.get(idx),
-        ) else {
+        let Some(req) = usize::try_from(a.mem_id)
+            .ok()
+            .and_then(|i| self.reqs.get(i))
+        else {
             return Err(EINVAL);
         };
         let qp = con.qp(g).ok_or_else(econnaborted)?;
@@ -338,8 +335,8 @@ impl<C: IoCon> IoCtx<C> {
             return Err(EBUSY);
         };
         let rbuf = RemoteChunk {
-            addr: raddr,
-            rkey: rkey.load(Ordering::Acquire),
+            addr: req.raddr,
+            rkey: req.rkey.load(Ordering::Acquire),
         };
         let sub = Submission {
             con,
@@ -384,7 +381,7 @@ impl<C: IoCon> IoCtx<C> {
         }
         let plan = match self
             .layout
-            .plan_io_req(a.read, a.mem_id, a.data_len, a.usr_len)
+            .plan_io_req(req.chunk, a.read, a.data_len, a.usr_len)
         {
             Ok(p) => p,
             Err(e) => {
@@ -547,10 +544,10 @@ impl<C: IoCon> IoCtx<C> {
         let flags = con.next_send_flags();
         own.iu.sync_for_device_len(b.sg_size);
 
-        // rtrs_clt_update_all_stats, before posting: usr_len + data_len as
-        // unsigned int, and the in-flight count.
-        let len = u64::from(a.usr_len.saturating_add(a.data_len) as u32);
-        con.stats().update_all(a.read, len, min_inflight);
+        // rtrs_clt_update_all_stats, before posting: usr_len + data_len
+        // (the plan's message offset), and the in-flight count.
+        con.stats()
+            .update_all(a.read, u64::from(plan.msg_off), min_inflight);
         let mut sges = b.sges;
         let mut wr = bindings::ib_rdma_wr {
             wr: bindings::ib_send_wr {

@@ -8,7 +8,7 @@
 //! depth ([`RtrsChunkLayout`]); IO responses pack a 9-bit errno and a
 //! 19-bit msg id.
 
-use super::proto::{check_io_chunk, WireError, MAX_SESS_QUEUE_DEPTH};
+use super::proto::{RtrsMsgRdmaRead, RtrsMsgRdmaWrite, WireError, MAX_SESS_QUEUE_DEPTH};
 
 /// `MAX_IMM_TYPE_BITS`.
 pub const MAX_IMM_TYPE_BITS: u32 = 4;
@@ -172,6 +172,8 @@ impl RtrsChunkLayout {
 
     /// IO request payload (without type) `mem_off + off`; `off` is
     /// `data_len + usr_len`, the RTRS message offset inside the chunk.
+    /// (The rule, checked at every step: `plan_io_req` is tested against it.)
+    #[cfg(test)]
     pub const fn io_req_payload(&self, mem_id: u32, off: u32) -> Result<u32, WireError> {
         let base = match self.mem_off(mem_id) {
             Ok(b) => b,
@@ -194,12 +196,21 @@ impl RtrsChunkLayout {
     }
 
     /// Complete IO request IMM for chunk `mem_id` and message offset `off`.
+    #[cfg(test)]
     pub const fn io_req_imm(&self, mem_id: u32, off: u32) -> Result<u32, WireError> {
         match self.io_req_payload(mem_id, off) {
             Ok(p) => Ok(rtrs_to_io_req_imm(p)),
             Err(e) => Err(e),
         }
     }
+}
+
+/// Chunk `mem_id` of a layout, from [`RtrsChunkLayout::chunk`]: its
+/// `mem_off`, so `mem_id < queue_depth` by construction (set up once per
+/// request slot, not checked per request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrsChunk {
+    mem_off: u32,
 }
 
 /// What a READ or WRITE request is on the wire, from
@@ -210,30 +221,59 @@ pub struct IoReqPlan {
     pub imm: u32,
     /// `data_len`: where a READ's user header lands in the chunk.
     pub data_off: u32,
+    /// `data_len + usr_len`: where the message lands in the chunk, and
+    /// the bytes `rtrs_clt_update_all_stats` counts.
+    pub msg_off: u32,
 }
 
 impl RtrsChunkLayout {
+    /// Chunk `mem_id` (`mem_off`), if below the queue depth.
+    pub const fn chunk(&self, mem_id: u32) -> Result<RtrsChunk, WireError> {
+        match self.mem_off(mem_id) {
+            Ok(mem_off) => Ok(RtrsChunk { mem_off }),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `rtrs_clt_{read,write}_req`'s size check (`check_io_chunk`) and IMM
-    /// (`io_req_imm` at offset `data_len + usr_len`) for chunk `mem_id`,
-    /// in one pass.
+    /// (`io_req_imm` at offset `data_len + usr_len`) for `chunk` of this
+    /// layout, in one pass: only the size check can fail.
     pub fn plan_io_req(
         &self,
+        chunk: RtrsChunk,
         read: bool,
-        mem_id: u32,
         data_len: usize,
         usr_len: usize,
     ) -> Result<IoReqPlan, WireError> {
-        check_io_chunk(read, data_len, usr_len, self.chunk_size)?;
-        // The check bounds both by chunk_size, a u32.
-        let (Ok(data_off), Ok(usr)) = (u32::try_from(data_len), u32::try_from(usr_len)) else {
-            return Err(WireError::IoChunkTooBig {
-                read,
-                size: usize::MAX,
-                chunk_size: self.chunk_size,
-            });
+        let msg = if read {
+            RtrsMsgRdmaRead::SIZE
+        } else {
+            RtrsMsgRdmaWrite::SIZE
         };
-        let imm = self.io_req_imm(mem_id, data_off.wrapping_add(usr))?;
-        Ok(IoReqPlan { imm, data_off })
+        let off = data_len.checked_add(usr_len);
+        let size = off.and_then(|o| o.checked_add(msg));
+        let (Some(off), Some(size)) = (off, size) else {
+            return Err(self.too_big(read, usize::MAX));
+        };
+        // chunk_size is a u32: what passes fits one, and so do its parts.
+        if size > self.chunk_size as usize {
+            return Err(self.too_big(read, size));
+        }
+        // off < chunk_size <= 2^mem_bits (`new`), and mem_off is a multiple
+        // of 2^mem_bits below 2^28 (`chunk`): the sum is an OR in 28 bits.
+        Ok(IoReqPlan {
+            imm: rtrs_to_io_req_imm(chunk.mem_off | off as u32),
+            data_off: data_len as u32,
+            msg_off: off as u32,
+        })
+    }
+
+    fn too_big(&self, read: bool, size: usize) -> WireError {
+        WireError::IoChunkTooBig {
+            read,
+            size,
+            chunk_size: self.chunk_size,
+        }
     }
 }
 
@@ -303,6 +343,7 @@ impl RtrsImm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::check_io_chunk;
 
     // Golden values below come from compiling the rtrs-pri.h IMM helpers
     // and the kernel's ilog2 (fls - 1) with `clang -target x86_64-linux-gnu`
@@ -675,8 +716,9 @@ mod tests {
         assert!(seen.iter().all(|&n| n > 50_000), "{seen:?}");
     }
 
-    /// `plan_io_req` is `check_io_chunk` then `io_req_imm` at
-    /// `data_len + usr_len`, with the same error first.
+    /// `plan_io_req` on `chunk(mem_id)` is `check_io_chunk` then
+    /// `io_req_imm` at `data_len + usr_len`; `chunk` refuses the ids
+    /// `io_req_imm` refuses. Layouts at the IMM budget's edge included.
     #[test]
     fn plan_io_req_is_check_then_imm() {
         let mut rng = Rng(0x10_7e9);
@@ -685,26 +727,42 @@ mod tests {
             layout(512, 64 << 10),
             layout(1, 4096),
             layout(65535, 4096),
+            layout(512, 1 << 19),
+            layout(1, 1 << 28),
+            layout(3, 100_003),
+            layout(4096, 1 << 16),
+            layout(4097, 4095),
         ];
         let mut seen = [0u32; 3];
-        for _ in 0..200_000 {
-            let l = layouts[rng.index(4)];
+        for _ in 0..400_000 {
+            let l = layouts[rng.index(layouts.len())];
             let read = rng.below(2) == 0;
             let mem_id = rng.below(u64::from(l.queue_depth()) + 2) as u32;
             let cs = l.chunk_size() as usize;
-            let (data_len, usr_len) = match rng.below(3) {
+            let (data_len, usr_len) = match rng.below(4) {
                 0 => (rng.index(cs + 64), rng.index(512)),
                 1 => (cs - 48 + rng.index(16), rng.index(40)),
+                2 => (cs - 40 + rng.index(40), 0),
                 _ => (usize::MAX - rng.index(4), rng.index(4)),
+            };
+            let chunk = match l.chunk(mem_id) {
+                Ok(c) => c,
+                Err(e) => {
+                    assert!(mem_id >= l.queue_depth());
+                    assert_eq!(Err(e), l.io_req_imm(mem_id, 0));
+                    seen[2] += 1;
+                    continue;
+                }
             };
             let want = check_io_chunk(read, data_len, usr_len, l.chunk_size()).and_then(|()| {
                 let off = u32::try_from(data_len + usr_len).unwrap();
                 l.io_req_imm(mem_id, off).map(|imm| IoReqPlan {
                     imm,
                     data_off: data_len as u32,
+                    msg_off: off,
                 })
             });
-            let got = l.plan_io_req(read, mem_id, data_len, usr_len);
+            let got = l.plan_io_req(chunk, read, data_len, usr_len);
             assert_eq!(got, want, "{read} {mem_id} {data_len} {usr_len}");
             seen[match got {
                 Ok(_) => 0,
@@ -714,14 +772,14 @@ mod tests {
         }
         assert!(seen.iter().all(|&n| n > 1000), "{seen:?}");
         // The digest's worked example: QD 512, 128 KiB chunks, slot 3, 4 KiB + 32.
-        let p = layout(512, 128 << 10)
-            .plan_io_req(false, 3, 4096, 32)
-            .unwrap();
+        let l = layout(512, 128 << 10);
+        let p = l.plan_io_req(l.chunk(3).unwrap(), false, 4096, 32).unwrap();
         assert_eq!(
             p,
             IoReqPlan {
                 imm: 0x0018_1020,
-                data_off: 4096
+                data_off: 4096,
+                msg_off: 4096 + 32,
             }
         );
     }

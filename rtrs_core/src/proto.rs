@@ -1703,7 +1703,10 @@ pub fn check_io_hdr(
 }
 
 /// `rtrs_clt_{read,write}_req` check: `sizeof(msg) + data_len + usr_len
-/// <= chunk_size` (sizeof is 8 for READ, 4 for WRITE).
+/// <= chunk_size` (sizeof is 8 for READ, 4 for WRITE). The rule as C
+/// states it; the module runs it inside `RtrsChunkLayout::plan_io_req`,
+/// which is tested against it.
+#[cfg(test)]
 pub fn check_io_chunk(
     read: bool,
     data_len: usize,
