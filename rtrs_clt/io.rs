@@ -27,9 +27,10 @@ use crate::ffi::verbs::{
     static_cqe, wc_status_msg, Cqe, CqeFirst, CqeHandler, DevRef, Iu, IuDone, MappedSg, Mr, Qp,
     QpOwner, SgList,
 };
-use crate::rtrs_core::imm::{IoReqPlan, RtrsChunk, RtrsChunkLayout};
+use crate::rtrs_core::imm::{RtrsChunk, RtrsChunkLayout};
 use crate::rtrs_core::proto::{
-    RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
+    split_at_mut_checked, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
+    WireError,
 };
 use crate::stats::PathStats;
 
@@ -103,13 +104,6 @@ unsafe impl<C: IoCon> CqeFirst for Req<C> {
     }
 }
 
-/// The server's chunk of a request slot: its address and rkey (`rbufs[mem_id]`).
-#[derive(Clone, Copy)]
-struct RemoteChunk {
-    addr: u64,
-    rkey: u32,
-}
-
 /// What the caller of `rtrs_clt_request` hands over with a request: its
 /// callback and its data. Whoever holds it answers for the request: the
 /// slot that posted it, failover looking for another path, or the caller
@@ -157,6 +151,21 @@ impl ReqIo {
         }
     }
 
+    /// What failover needs of `a`, in a slot just taken. `user` is set
+    /// once the data is mapped: it is `None` here, as every path that
+    /// frees a slot takes it out first.
+    #[inline]
+    fn start(&mut self, a: &ReqDesc<'_>, min_inflight: bool, svc_sample: bool) {
+        self.min_inflight = min_inflight;
+        self.svc_sample = svc_sample;
+        self.read = a.read;
+        self.usr_len = a.usr.len();
+        self.data_len = a.data_len;
+        self.con_type = a.con_type;
+        self.cpu_id = a.cpu_id;
+        self.start_ns = crate::ffi::misc::ktime_get_ns();
+    }
+
     const IDLE: Self = Self {
         user: None,
         min_inflight: false,
@@ -195,6 +204,8 @@ pub(crate) struct Req<C: IoCon> {
     /// `mr->need_inval`: the MR was registered and the server did not
     /// invalidate it.
     need_inval: AtomicBool,
+    /// The errno the request completes with once invalidated; set before
+    /// the invalidation is posted.
     inv_errno: AtomicI32,
     /// The slot's server chunk: `rbufs[mem_id]` (its rkey changes in
     /// NEW_RKEY mode) and its place in the IMM.
@@ -219,7 +230,6 @@ pub(crate) struct IoCtx<C: IoCon> {
 pub(crate) struct ReqDesc<'a> {
     pub(crate) read: bool,
     pub(crate) usr: UsrHdr<'a>,
-    pub(crate) usr_len: usize,
     pub(crate) data_len: usize,
     /// The number of entries of the data list.
     pub(crate) sg_nents: u32,
@@ -310,10 +320,13 @@ impl<C: IoCon> IoCtx<C> {
     }
 
     /// `rtrs_clt_init_req` + `rtrs_clt_read_req`/`rtrs_clt_write_req` on
-    /// `con`. On error the slot is free again and nothing was posted.
-    /// `min_inflight`: `inflight` counts it (`req->mp_policy`);
-    /// `svc_sample`: its latency feeds the service-time estimate. Out of
-    /// line: inlined into the session's walk, it cost more than its call.
+    /// `con`: fills the slot, maps the data, registers the MR if there is
+    /// data, and posts; the completion owns the slot from then on. On error
+    /// the slot is free again, nothing was posted, and `a.user` holds the
+    /// caller's part. `min_inflight`: `inflight` counts it
+    /// (`req->mp_policy`); `svc_sample`: its latency feeds the
+    /// service-time estimate. Out of line: inlined into the session's walk,
+    /// it cost more than its call.
     #[inline(never)]
     pub(crate) fn submit<'g>(
         &self,
@@ -330,64 +343,24 @@ impl<C: IoCon> IoCtx<C> {
             return Err(EINVAL);
         };
         let qp = con.qp(g).ok_or_else(econnaborted)?;
-        let Some(own) = req.slot.take_free() else {
-            pr_err_rl!("{}: request slot {} busy\n", con.sess(), a.mem_id);
-            return Err(EBUSY);
+        let Some(mut own) = req.slot.take_free() else {
+            return Err(slot_busy(con.sess(), a.mem_id));
         };
-        let rbuf = RemoteChunk {
-            addr: req.raddr,
-            rkey: req.rkey.load(Ordering::Acquire),
-        };
-        let sub = Submission {
-            con,
-            qp,
-            req,
-            rbuf,
-            a,
-            min_inflight,
-            svc_sample,
-        };
-        self.do_submit(&sub, own)
-    }
-
-    /// Fills the slot (`own`: freed again if this fails before posting),
-    /// maps the data and posts.
-    fn do_submit<'a>(&self, sub: &Submission<'a, C>, mut own: SlotMut<'a, ReqOwned<C>>) -> Result {
-        let Submission {
-            con,
-            req,
-            a,
-            min_inflight,
-            svc_sample,
-            ..
-        } = *sub;
-        let sess = con.sess();
-        own.io = ReqIo {
-            user: None,
-            min_inflight,
-            svc_sample,
-            read: a.read,
-            usr_len: a.usr_len,
-            data_len: a.data_len,
-            con_type: a.con_type,
-            cpu_id: a.cpu_id,
-            start_ns: crate::ffi::misc::ktime_get_ns(),
-        };
-        req.need_inval.store(false, Ordering::Relaxed);
-        req.inv_errno.store(0, Ordering::Relaxed);
-        // Copy the user header (the kvecs) to the start of the IU.
-        if a.usr.copy_to(own.iu.as_mut().buf_mut()).is_none() {
+        let o = &mut *own;
+        o.io.start(a, min_inflight, svc_sample);
+        // The user header (the kvecs) at the start of the IU, the message
+        // after it.
+        let Some((usr_buf, msg_buf)) = split_at_mut_checked(o.iu.as_mut().buf_mut(), a.usr.len())
+        else {
             return Err(emsgsize());
-        }
+        };
+        a.usr.copy_to(usr_buf);
         let plan = match self
             .layout
-            .plan_io_req(req.chunk, a.read, a.data_len, a.usr_len)
+            .plan_io_req(req.chunk, a.read, a.data_len, a.usr.len())
         {
             Ok(p) => p,
-            Err(e) => {
-                pr_warn_rl!("{}: {}\n", sess, e);
-                return Err(e.into());
-            }
+            Err(e) => return Err(io_refused(con.sess(), e)),
         };
         let Some(user) = a.user.take() else {
             return Err(EINVAL);
@@ -405,206 +378,199 @@ impl<C: IoCon> IoCtx<C> {
                         conf: user.conf,
                         sg,
                     }));
-                    pr_warn_rl!("{}: {} request failed, dma map failed\n", sess, rw(a.read));
-                    return Err(EINVAL);
+                    return Err(dma_map_failed(con.sess(), a.read));
                 }
             }
         } else {
             SgData::List(user.sg)
         };
-        own.io.user = Some((user.conf, data));
-        match self.post(sub, own, plan) {
-            Ok(()) => Ok(()),
-            Err((e, Some(mut own))) => {
-                req.need_inval.store(false, Ordering::Relaxed);
-                a.user.set(self.take_user(&mut own.io));
-                Err(e)
-            }
-            // A completion took the slot and answered the request.
-            Err((_, None)) => Ok(()),
-        }
+        o.io.user = Some((user.conf, data));
+        // The slot holds the caller's part: an error gives it back.
+        let e = 'fail: {
+            // rtrs_map_sg_fr: with data, the MR registers it (fast-reg).
+            let fr_en = match o.io.mapped() {
+                Some(m) => {
+                    let nr = o.mr.map_sg(m);
+                    if nr != m.count() {
+                        break 'fail fr_map_failed(con.sess(), a.read, nr);
+                    }
+                    true
+                }
+                None => false,
+            };
+            let mr = o.mr.get();
+            let Ok(usr_len16) = u16::try_from(a.usr.len()) else {
+                break 'fail emsgsize();
+            };
+            let msg_len = if a.read {
+                let desc = RtrsSgDesc {
+                    addr: mr.iova,
+                    key: mr.rkey,
+                    len: u32::try_from(mr.length).unwrap_or(u32::MAX),
+                };
+                let d = if fr_en { Some(&desc) } else { None };
+                RtrsMsgRdmaRead::encode_client(usr_len16, d, msg_buf)
+            } else {
+                RtrsMsgRdmaWrite { usr_len: usr_len16 }.encode(msg_buf)
+            };
+            let msg_len = match msg_len {
+                Ok(n) => n,
+                Err(e) => break 'fail e.into(),
+            };
+            let Some(sg_size) = a.usr.len().checked_add(msg_len) else {
+                break 'fail emsgsize();
+            };
+            let Ok(sg_size32) = u32::try_from(sg_size) else {
+                break 'fail emsgsize();
+            };
+            // Writes: the data through the MR, then header and message, to
+            // the chunk start. Reads: header and message after `data_len`.
+            let mut iu_sge = bindings::ib_sge {
+                addr: o.iu.dma_addr(),
+                length: sg_size32,
+                lkey: self.lkey,
+            };
+            let mut sges;
+            let (sg_list, num_sge, remote) = if a.read {
+                let Some(r) = req.raddr.checked_add(u64::from(plan.data_off)) else {
+                    break 'fail EINVAL;
+                };
+                (core::ptr::addr_of_mut!(iu_sge), 1, r)
+            } else if fr_en {
+                let Ok(mr_len) = u32::try_from(mr.length) else {
+                    break 'fail emsgsize();
+                };
+                // (The header's SGE is never empty: it holds the message.)
+                if mr_len == 0 {
+                    pr_warn_rl!(
+                        "{}: Doing RDMA Write failed, no data supplied\n",
+                        con.sess()
+                    );
+                    break 'fail EINVAL;
+                }
+                let mr_sge = bindings::ib_sge {
+                    addr: mr.iova,
+                    length: mr_len,
+                    lkey: mr.lkey,
+                };
+                sges = [mr_sge, iu_sge];
+                (sges.as_mut_ptr(), 2, req.raddr)
+            } else {
+                (core::ptr::addr_of_mut!(iu_sge), 1, req.raddr)
+            };
+            let flags = con.next_send_flags();
+            o.iu.sync_for_device_len(sg_size);
+
+            // rtrs_clt_update_all_stats, before posting: usr_len + data_len
+            // (the plan's message offset), and the in-flight count.
+            con.stats()
+                .update_all(a.read, u64::from(plan.msg_off), min_inflight);
+            let mut wr = bindings::ib_rdma_wr {
+                wr: bindings::ib_send_wr {
+                    next: core::ptr::null_mut(),
+                    __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                        wr_cqe: o.iu.cqe_ptr(),
+                    },
+                    sg_list,
+                    num_sge,
+                    opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+                    send_flags: flags,
+                    ex: bindings::ib_send_wr__bindgen_ty_2 {
+                        imm_data: plan.imm.to_be(),
+                    },
+                },
+                remote_addr: remote,
+                rkey: req.rkey.load(Ordering::Acquire),
+            };
+            // The REG_MR only with data, ahead of the write.
+            let rwr;
+            let head: *const bindings::ib_send_wr = if fr_en {
+                let access = if a.read {
+                    bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+                        | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+                } else {
+                    bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+                };
+                rwr = bindings::ib_reg_wr {
+                    wr: bindings::ib_send_wr {
+                        next: core::ptr::addr_of_mut!(wr.wr),
+                        __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                            wr_cqe: static_cqe::<FastRegDone<C>>(),
+                        },
+                        sg_list: core::ptr::null_mut(),
+                        num_sge: 0,
+                        opcode: bindings::ib_wr_opcode_IB_WR_REG_MR,
+                        send_flags: 0,
+                        ex: bindings::ib_send_wr__bindgen_ty_2 { imm_data: 0 },
+                    },
+                    mr: o.mr.as_ptr(),
+                    key: mr.rkey,
+                    access: access as c_int,
+                };
+                &rwr.wr
+            } else {
+                &wr.wr
+            };
+            // `mr->need_inval` (false in a free slot): the server or a
+            // LOCAL_INV is to invalidate the registration.
+            req.need_inval.store(fr_en, Ordering::Relaxed);
+            // The completion may run as soon as the request is posted.
+            own.post();
+            // SAFETY: `head` and the requests it chains live across the
+            // call. The SGEs point into the slot's IU, and the MR
+            // registered is the slot's: both live in the path's `IoCtx`,
+            // freed only after the QPs are drained. The write's cqe is that
+            // IU's; the fast-reg cqe is the constant
+            // `static_cqe::<FastRegDone<C>>()`, which never goes away; both
+            // expect a `C`, the context of `qp` (`IoCon::qp`).
+            return match unsafe { qp.post_send_wr(head) } {
+                Ok(()) => Ok(()),
+                Err(e) => self.post_failed(con, req, a, min_inflight, e),
+            };
+        };
+        self.give_back(req, own, a, e)
     }
 
-    /// The header message in the IU after the user header, and the SGEs
-    /// and remote address of the request.
-    fn build(
+    /// A request that failed once the slot held the caller's part: the
+    /// slot freed, the part back in `a`.
+    #[cold]
+    fn give_back(
         &self,
-        sess: &CStr,
-        own: &mut ReqOwned<C>,
-        rbuf: RemoteChunk,
+        req: &Req<C>,
+        mut own: SlotMut<'_, ReqOwned<C>>,
         a: &ReqDesc<'_>,
-        plan: IoReqPlan,
-        fr_en: bool,
-    ) -> Result<Built> {
-        let (iova, mr_len, mr_lkey, mr_rkey) = {
-            let m = own.mr.get();
-            (m.iova, m.length, m.lkey, m.rkey)
-        };
-        let usr_len16 = u16::try_from(a.usr_len).map_err(|_| emsgsize())?;
-        let buf = own.iu.as_mut().buf_mut();
-        let msg_buf = buf.get_mut(a.usr_len..).ok_or_else(emsgsize)?;
-        let msg_len = if a.read {
-            let desc = RtrsSgDesc {
-                addr: iova,
-                key: mr_rkey,
-                len: u32::try_from(mr_len).unwrap_or(u32::MAX),
-            };
-            let d = if fr_en { Some(&desc) } else { None };
-            RtrsMsgRdmaRead::encode_client(usr_len16, d, msg_buf)?
-        } else {
-            RtrsMsgRdmaWrite { usr_len: usr_len16 }.encode(msg_buf)?
-        };
-        let sg_size = a.usr_len.checked_add(msg_len).ok_or_else(emsgsize)?;
-        let sg_size32 = u32::try_from(sg_size).map_err(|_| emsgsize())?;
-        // Writes: the data through the MR, then header and message, to the
-        // chunk start. Reads: header and message after `data_len`.
-        let iu_sge = bindings::ib_sge {
-            addr: own.iu.dma_addr(),
-            length: sg_size32,
-            lkey: self.lkey,
-        };
-        let mut sges = [bindings::ib_sge::default(); 2];
-        let (num_sge, remote) = if a.read {
-            sges[0] = iu_sge;
-            (1, rbuf.addr.checked_add(u64::from(plan.data_off)))
-        } else if fr_en {
-            sges[0] = bindings::ib_sge {
-                addr: iova,
-                length: u32::try_from(mr_len).map_err(|_| emsgsize())?,
-                lkey: mr_lkey,
-            };
-            sges[1] = iu_sge;
-            (2, Some(rbuf.addr))
-        } else {
-            sges[0] = iu_sge;
-            (1, Some(rbuf.addr))
-        };
-        let remote = remote.ok_or(EINVAL)?;
-        // (Not an iterator: LLVM left its `any` out of line.)
-        if sges[0].length == 0 || (num_sge == 2 && sges[1].length == 0) {
-            pr_warn_rl!("{}: Doing RDMA Write failed, no data supplied\n", sess);
-            return Err(EINVAL);
-        }
-        Ok(Built {
-            sges,
-            num_sge,
-            remote,
-            imm: plan.imm,
-            sg_size,
-        })
+        e: Error,
+    ) -> Result {
+        req.need_inval.store(false, Ordering::Relaxed);
+        a.user.set(self.take_user(&mut own.io));
+        Err(e)
     }
 
-    /// Registers the MR if there is data, then posts the request; the
-    /// completion owns the slot from then on. On error, the slot if this
-    /// still owns it.
-    fn post<'a>(
+    /// `ib_post_send` refused the request: the slot back from the
+    /// completion's side, unless a (bogus) response took it already, which
+    /// then completed the request and counted it.
+    #[cold]
+    fn post_failed(
         &self,
-        sub: &Submission<'a, C>,
-        mut own: SlotMut<'a, ReqOwned<C>>,
-        plan: IoReqPlan,
-    ) -> core::result::Result<(), PostError<'a, C>> {
-        let Submission {
-            con,
-            qp,
-            req,
-            rbuf,
-            a,
-            min_inflight,
-            ..
-        } = *sub;
-        let sess = con.sess();
-        let o = &mut *own;
-        let fr_en = o.io.mapped().is_some();
-        if let Some(m) = o.io.mapped() {
-            let nr = o.mr.map_sg(m);
-            if nr != m.count() {
-                let e = if nr < 0 { nr } else { EINVAL.to_errno() };
-                pr_err_rl!(
-                    "{}: {} request failed, failed to map fast reg. data, err: {}\n",
-                    sess,
-                    rw(a.read),
-                    e
-                );
-                return Err((Error::from_errno(e), Some(own)));
-            }
+        con: &C,
+        req: &Req<C>,
+        a: &ReqDesc<'_>,
+        min_inflight: bool,
+        e: Error,
+    ) -> Result {
+        pr_err_rl!(
+            "{}: {} request failed: error={}\n",
+            con.sess(),
+            rw(a.read),
+            e.to_errno()
+        );
+        let Some(own) = req.slot.take_posted() else {
+            return Ok(());
+        };
+        if min_inflight {
+            con.stats().dec_inflight();
         }
-        let b = match self.build(sess, &mut own, rbuf, a, plan, fr_en) {
-            Ok(b) => b,
-            Err(e) => return Err((e, Some(own))),
-        };
-        if fr_en {
-            req.need_inval.store(true, Ordering::Relaxed);
-        }
-        let access = if a.read {
-            bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-                | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-        } else {
-            bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-        };
-        let flags = con.next_send_flags();
-        own.iu.sync_for_device_len(b.sg_size);
-
-        // rtrs_clt_update_all_stats, before posting: usr_len + data_len
-        // (the plan's message offset), and the in-flight count.
-        con.stats()
-            .update_all(a.read, u64::from(plan.msg_off), min_inflight);
-        let mut sges = b.sges;
-        let mut wr = bindings::ib_rdma_wr {
-            wr: bindings::ib_send_wr {
-                __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: own.iu.cqe_ptr(),
-                },
-                sg_list: sges.as_mut_ptr(),
-                num_sge: c_int::try_from(b.num_sge).unwrap_or(1),
-                opcode: bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
-                send_flags: flags,
-                ex: bindings::ib_send_wr__bindgen_ty_2 {
-                    imm_data: b.imm.to_be(),
-                },
-                ..Default::default()
-            },
-            remote_addr: b.remote,
-            rkey: rbuf.rkey,
-        };
-        let rwr = bindings::ib_reg_wr {
-            wr: bindings::ib_send_wr {
-                next: &mut wr.wr,
-                __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                    wr_cqe: static_cqe::<FastRegDone<C>>(),
-                },
-                opcode: bindings::ib_wr_opcode_IB_WR_REG_MR,
-                ..Default::default()
-            },
-            mr: own.mr.as_ptr(),
-            key: own.mr.get().rkey,
-            access: access as c_int,
-        };
-        let head: *const bindings::ib_send_wr = if fr_en { &rwr.wr } else { &wr.wr };
-        // The completion may run as soon as the request is posted.
-        own.post();
-        // SAFETY: `head` and the requests it chains live across the call.
-        // The SGEs point into the slot's IU, and the MR registered is the
-        // slot's: both live in the path's `IoCtx`, freed only after the QPs
-        // are drained. The write's cqe is that IU's; the fast-reg cqe is
-        // the constant `static_cqe::<FastRegDone<C>>()`, which never goes
-        // away; both expect a `C`, the context of `qp` (`IoCon::qp`).
-        let res = unsafe { qp.post_send_wr(head) };
-        if let Err(e) = res {
-            pr_err_rl!(
-                "{}: {} request failed: error={}\n",
-                sess,
-                rw(a.read),
-                e.to_errno()
-            );
-            // Nothing was posted, so only a bogus response can have taken
-            // the slot; then it completed the request and counted it.
-            let own = req.slot.take_posted();
-            if own.is_some() && min_inflight {
-                con.stats().dec_inflight();
-            }
-            return Err((e, own));
-        }
-        Ok(())
+        self.give_back(req, own, a, e)
     }
 
     /// Takes the caller's part out of a slot, the data list unmapped.
@@ -739,8 +705,7 @@ impl<C: IoCon> IoCtx<C> {
             let usr = own.iu.data_for_cpu().get(..io.usr_len).unwrap_or(&[]);
             let fr = ReqDesc {
                 read: io.read,
-                usr: UsrHdr::Bytes(usr),
-                usr_len: usr.len(),
+                usr: UsrHdr::bytes(usr),
                 data_len: io.data_len,
                 sg_nents: user.as_ref().map_or(0, |u| u.sg.nents()),
                 user: Cell::new(user),
@@ -776,28 +741,39 @@ impl<C: IoCon> IoCtx<C> {
     }
 }
 
-/// One request being submitted: on which connection and QP, into which
-/// slot and server chunk.
-struct Submission<'a, C: IoCon> {
-    con: &'a C,
-    qp: &'a Qp<C>,
-    req: &'a Req<C>,
-    rbuf: RemoteChunk,
-    a: &'a ReqDesc<'a>,
-    min_inflight: bool,
-    svc_sample: bool,
+/// `pr_err_rl` of a request slot already in use (a permit used twice).
+#[cold]
+fn slot_busy(sess: &CStr, mem_id: u32) -> Error {
+    pr_err_rl!("{}: request slot {} busy\n", sess, mem_id);
+    EBUSY
 }
 
-/// Why `post` failed, and the slot if it still owns it.
-type PostError<'a, C> = (Error, Option<SlotMut<'a, ReqOwned<C>>>);
+/// `rtrs_wrn` of a request too big for its chunk.
+#[cold]
+fn io_refused(sess: &CStr, e: WireError) -> Error {
+    pr_warn_rl!("{}: {}\n", sess, e);
+    e.into()
+}
 
-/// What `build` made of a request.
-struct Built {
-    sges: [bindings::ib_sge; 2],
-    num_sge: usize,
-    remote: u64,
-    imm: u32,
-    sg_size: usize,
+/// `rtrs_wrn` of a failed `ib_dma_map_sg`.
+#[cold]
+fn dma_map_failed(sess: &CStr, read: bool) -> Error {
+    pr_warn_rl!("{}: {} request failed, dma map failed\n", sess, rw(read));
+    EINVAL
+}
+
+/// `rtrs_err_rl` of a failed `rtrs_map_sg_fr`: its errno (`nr` if
+/// negative, else EINVAL: not all entries mapped).
+#[cold]
+fn fr_map_failed(sess: &CStr, read: bool, nr: c_int) -> Error {
+    let e = if nr < 0 { nr } else { EINVAL.to_errno() };
+    pr_err_rl!(
+        "{}: {} request failed, failed to map fast reg. data, err: {}\n",
+        sess,
+        rw(read),
+        e
+    );
+    Error::from_errno(e)
 }
 
 fn rw(read: bool) -> &'static str {

@@ -9,6 +9,7 @@ use kernel::ffi::{c_int, c_void};
 
 use crate::bindings;
 use crate::ffi::addr::SockAddr;
+use crate::rtrs_core::proto::{copy_bytes, split_at_mut_checked};
 
 /// rnbd's confirmation callback (`rtrs_clt_req_ops.conf_fn`).
 pub(crate) type ConfFn = Option<unsafe extern "C" fn(*mut c_void, c_int)>;
@@ -169,40 +170,58 @@ impl<'a> Kvecs<'a> {
 }
 
 /// A request's user header: the caller's kvecs, or on failover the bytes
-/// kept in the failed slot's IU.
+/// kept in the failed slot's IU; with its length, summed once.
 #[derive(Clone, Copy)]
-pub(crate) enum UsrHdr<'a> {
+pub(crate) struct UsrHdr<'a> {
+    src: UsrSrc<'a>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+enum UsrSrc<'a> {
     Kvecs(Kvecs<'a>),
     Bytes(&'a [u8]),
 }
 
-impl UsrHdr<'_> {
-    /// Its length; `None` if it overflows.
-    pub(crate) fn len(&self) -> Option<usize> {
-        match self {
-            Self::Kvecs(k) => k.iter().try_fold(0usize, |n, b| n.checked_add(b.len())),
-            Self::Bytes(b) => Some(b.len()),
+impl<'a> UsrHdr<'a> {
+    /// The caller's kvecs; `None` if their length overflows.
+    pub(crate) fn kvecs(k: Kvecs<'a>) -> Option<Self> {
+        let len = k.iter().try_fold(0usize, |n, b| n.checked_add(b.len()))?;
+        Some(Self {
+            src: UsrSrc::Kvecs(k),
+            len,
+        })
+    }
+
+    /// Bytes kept from an earlier try.
+    pub(crate) fn bytes(b: &'a [u8]) -> Self {
+        Self {
+            src: UsrSrc::Bytes(b),
+            len: b.len(),
         }
     }
 
-    /// Copies it to the start of `dst`; `None` if it does not fit.
-    pub(crate) fn copy_to(&self, dst: &mut [u8]) -> Option<usize> {
-        let mut off = 0usize;
-        let mut put = |b: &[u8]| -> Option<()> {
-            let end = off.checked_add(b.len())?;
-            crate::rtrs_core::proto::copy_bytes(dst.get_mut(off..end)?, b);
-            off = end;
-            Some(())
-        };
-        match self {
-            Self::Kvecs(k) => {
+    /// Its length (`usr_len`).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies it to `dst`, which is `len()` bytes long (the parts fill it
+    /// exactly, as `len()` is their sum).
+    pub(crate) fn copy_to(&self, dst: &mut [u8]) {
+        match self.src {
+            UsrSrc::Kvecs(k) => {
+                let mut rest = dst;
                 for b in k.iter() {
-                    put(b)?;
+                    let Some((d, r)) = split_at_mut_checked(rest, b.len()) else {
+                        return;
+                    };
+                    copy_bytes(d, b);
+                    rest = r;
                 }
             }
-            Self::Bytes(b) => put(b)?,
+            UsrSrc::Bytes(b) => copy_bytes(dst, b),
         }
-        Some(off)
     }
 }
 

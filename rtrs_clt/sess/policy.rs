@@ -72,12 +72,10 @@ impl Sess {
         if self.permits().and_then(|p| p.index_of(permit)).is_none() {
             return Err(EINVAL);
         }
-        let usr = UsrHdr::Kvecs(usr);
-        let usr_len = usr.len().ok_or_else(emsgsize)?;
+        let usr = UsrHdr::kvecs(usr).ok_or_else(emsgsize)?;
         let r = ReqDesc {
             read,
             usr,
-            usr_len,
             data_len,
             sg_nents: sg.nents(),
             user: Cell::new(Some(UserReq { conf, sg })),
@@ -138,7 +136,7 @@ impl Sess {
             let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io(&guard)) else {
                 return Offer::Skipped;
             };
-            if let Err(e) = check_io_hdr(r.read, r.usr_len, sg_cnt, io.max_hdr_size()) {
+            if let Err(e) = check_io_hdr(r.read, r.usr.len(), sg_cnt, io.max_hdr_size()) {
                 pr_warn_rl!("{}: {}\n", &*self.sessname, e);
                 return Offer::Abort(e.errno());
             }

@@ -488,6 +488,17 @@ pub const fn fast_reg_keys(lkey: u32, rkey: u32) -> (u32, u32) {
     ((lkey & !0xff) | key, (rkey & !0xff) | key)
 }
 
+/// `buf` split at `mid`, if `mid <= buf.len()`: `split_at_mut_checked`,
+/// which the kernel's minimum Rust (1.78) does not have yet. The split's
+/// own bound check is this one, so no panic is left.
+#[inline]
+pub fn split_at_mut_checked(buf: &mut [u8], mid: usize) -> Option<(&mut [u8], &mut [u8])> {
+    if mid > buf.len() {
+        return None;
+    }
+    Some(buf.split_at_mut(mid))
+}
+
 /// Copies the start of `src` into the start of `dst`, as much as both hold:
 /// `copy_from_slice` for callers whose lengths already agree, without its
 /// length panic, which LLVM keeps where it cannot prove them equal (and

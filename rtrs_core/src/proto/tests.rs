@@ -1391,6 +1391,22 @@ fn copy_bytes_copies_what_both_hold() {
     copy_bytes(&mut [], &[1]);
 }
 
+#[test]
+fn split_at_mut_checked_splits_within_bounds() {
+    let mut b = [1u8, 2, 3];
+    for mid in 0..=3 {
+        let (l, r) = split_at_mut_checked(&mut b, mid).unwrap();
+        assert_eq!((l.len(), r.len()), (mid, 3 - mid));
+        assert_eq!(l.first().or(r.first()), Some(&1));
+    }
+    assert!(split_at_mut_checked(&mut b, 4).is_none());
+    assert!(split_at_mut_checked(&mut b, usize::MAX).is_none());
+    assert_eq!(
+        split_at_mut_checked(&mut [], 0).map(|(l, r)| l.len() + r.len()),
+        Some(0)
+    );
+}
+
 /// `ib_inc_rkey` then `ib_update_fast_reg_key`, as ib_verbs.h writes them.
 #[test]
 fn fast_reg_keys_as_ib_verbs() {
