@@ -383,6 +383,12 @@ impl PathShared {
         state_from_u8(self.state.load(Ordering::Acquire))
     }
 
+    /// `state == RTRS_CLT_CONNECTED`: IO may go on the path.
+    #[inline]
+    pub(crate) fn is_connected(&self) -> bool {
+        self.state() == RtrsCltState::Connected
+    }
+
     /// Applies one of rtrs_core's state moves (`path_state::change_state`
     /// and the others) to the path's state atomically, as C does under
     /// `state_wq.lock`: `f` sees the current state and may change it; if

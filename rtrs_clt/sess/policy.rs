@@ -8,8 +8,9 @@ use core::cell::Cell;
 use core::sync::atomic::Ordering;
 
 use kernel::prelude::*;
+use kernel::sync::ArcBorrow;
 
-use crate::con::{PathShared, RtrsCltState};
+use crate::con::PathShared;
 use crate::ffi::abi::{Confirm, Kvecs, RtrsPermit, UsrHdr};
 use crate::ffi::error::emsgsize;
 use crate::ffi::log::pr_warn_rl;
@@ -27,33 +28,60 @@ use crate::rtrs_core::proto::check_io_hdr;
 use super::{PathEntry, Sess};
 
 /// The path list as the policies see it: each path's state, inflight and
-/// heartbeat latency read when the policy looks at it, over one snapshot
-/// of the list; with `now_ns` (`service-time`), its completion-latency
-/// estimate as of then.
+/// heartbeat latency read when the policy looks at it (a scan reads only
+/// what its policy needs), over one snapshot of the list; with `now_ns`
+/// (`service-time`), its completion-latency estimate as of then.
 struct LiveViews<'a> {
     list: RcuSnapshot<'a, PathEntry>,
     now_ns: Option<i64>,
 }
 
-impl PathViews for LiveViews<'_> {
-    fn paths_num(&self) -> usize {
-        self.list.len()
-    }
-
-    // Inline: each request reads its path's view two or three times.
+impl LiveViews<'_> {
+    /// Entry `i`'s view, with its inflight, heartbeat latency and
+    /// service-time estimate if asked for (else 0).
     #[inline]
-    fn view(&self, i: usize) -> Option<PathView> {
+    fn read(&self, i: usize, inflight: bool, latency: bool, svc: bool) -> Option<PathView> {
         let e = self.list.get(i)?;
         let sh = e.sp.shared();
         let view = PathView::new(
             sh.state(),
-            sh.stats.inflight(),
-            sh.hb_cur_latency_ns.load(Ordering::Relaxed),
+            if inflight { sh.stats.inflight() } else { 0 },
+            if latency {
+                sh.hb_cur_latency_ns.load(Ordering::Relaxed)
+            } else {
+                0
+            },
         );
         Some(match self.now_ns {
-            Some(now) => view.with_svc_ns(sh.stats.svc_ns(now)),
-            None => view,
+            Some(now) if svc => view.with_svc_ns(sh.stats.svc_ns(now)),
+            _ => view,
         })
+    }
+}
+
+impl<'a> PathViews for LiveViews<'a> {
+    type Path = ArcBorrow<'a, PathEntry>;
+
+    fn paths_num(&self) -> usize {
+        self.list.len()
+    }
+
+    fn view(&self, i: usize) -> Option<PathView> {
+        self.read(i, true, true, true)
+    }
+
+    // Inline, with a constant `policy` from each scan: only what that
+    // policy reads is loaded.
+    #[inline]
+    fn view_for(&self, i: usize, policy: MpPolicy) -> Option<PathView> {
+        let lat = policy == MpPolicy::MinLatency;
+        self.read(i, !lat, lat, policy == MpPolicy::ServiceTime)
+    }
+
+    #[inline]
+    fn connected(&self, i: usize) -> Option<ArcBorrow<'a, PathEntry>> {
+        let e = self.list.get(i)?;
+        e.sp.shared().is_connected().then_some(e)
     }
 }
 
@@ -97,8 +125,8 @@ impl Sess {
         // so its first pick is cached across requests; the other policies'
         // keys change per request (inflight, service time) or per CPU (the
         // round-robin cursor), so they scan. The generation is read before
-        // the scan; the hint word is Relaxed, as its pick is re-checked
-        // CONNECTED below and the generation in it rejects an old one.
+        // the scan; the hint word is Relaxed, as the walk checks its pick
+        // CONNECTED and the generation in it rejects an old one.
         let gen = (policy == MpPolicy::MinLatency).then(|| self.policy_gen.read());
         let cached = gen.and_then(|g| unpack_hint(self.lat_hint.load(Ordering::Relaxed), g));
         let mut hint = LatencyHint::new(cached);
@@ -123,16 +151,11 @@ impl Sess {
         });
         let counted = counts_inflight(policy);
         let sample_svc = policy == MpPolicy::ServiceTime;
-        let out = failover_req(policy, &views, n, &mut cursor, &mut hint, |i| {
-            let Some(e) = views.list.get(i) else {
-                return Offer::Skipped;
-            };
+        let out = failover_req(policy, &views, n, &mut cursor, &mut hint, |_, e| {
+            // CONNECTED when the walk checked it, under RCU: teardown
+            // leaves CONNECTED, then waits for this section to end before
+            // it frees anything.
             let shared = e.sp.shared();
-            // Re-checked under RCU: teardown leaves CONNECTED, then waits
-            // for this section to end before it frees anything.
-            if shared.state() != RtrsCltState::Connected {
-                return Offer::Skipped;
-            }
             let (Some(path), Some(io)) = (e.sp.cur(&guard), shared.io(&guard)) else {
                 return Offer::Skipped;
             };

@@ -33,13 +33,15 @@ fn main() {
             let mut cursor = None;
             // The cached min-latency pick, as the first full scan leaves it.
             let mut hint = LatencyHint::default();
-            let _ = failover_req(policy, &views, n, &mut cursor, &mut hint, |_| Offer::Posted);
+            let _ = failover_req(policy, &views, n, &mut cursor, &mut hint, |_, _| {
+                Offer::Posted
+            });
             let cached = hint.scanned;
             let t = Instant::now();
             let mut sum = 0usize;
             for _ in 0..ROUNDS {
                 let mut h = LatencyHint::new(cached);
-                let p = failover_req(policy, &views, n, &mut cursor, &mut h, |_| Offer::Posted);
+                let p = failover_req(policy, &views, n, &mut cursor, &mut h, |_, _| Offer::Posted);
                 sum = sum.wrapping_add(black_box(p).unwrap_or(0));
             }
             let ns = t.elapsed().as_nanos() as f64 / f64::from(ROUNDS);

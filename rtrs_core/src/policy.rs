@@ -179,37 +179,68 @@ impl PathSkipSet {
 /// module's list is a snapshot (each entry's state and counters live); an
 /// entry that reads `None` is skipped like a path that is not CONNECTED.
 pub trait PathViews {
+    /// What [`PathViews::connected`] gives for a CONNECTED entry: the
+    /// caller's handle on it, which the walk hands to its offer (so that
+    /// the offer need not look the entry up again).
+    type Path;
     /// `paths_num`: entries `0..paths_num()` exist.
     fn paths_num(&self) -> usize;
     /// Entry `i`, if there is one.
     fn view(&self, i: usize) -> Option<PathView>;
+    /// Entry `i` as `policy`'s scan reads it: the fields that policy does
+    /// not read may be left at 0 (the module then does not load them).
+    #[inline]
+    fn view_for(&self, i: usize, policy: MpPolicy) -> Option<PathView> {
+        let _ = policy;
+        self.view(i)
+    }
+    /// Entry `i` if it is CONNECTED now (its state read once, as C's
+    /// `READ_ONCE(path->state) != RTRS_CLT_CONNECTED`).
+    fn connected(&self, i: usize) -> Option<Self::Path>;
+}
+
+/// [`PathViews::connected`] of a list of snapshots.
+fn connected_view(v: Option<&PathView>) -> Option<PathView> {
+    v.copied().filter(PathView::is_connected)
 }
 
 impl PathViews for [PathView] {
+    type Path = PathView;
     fn paths_num(&self) -> usize {
         <[PathView]>::len(self)
     }
     fn view(&self, i: usize) -> Option<PathView> {
         self.get(i).copied()
     }
+    fn connected(&self, i: usize) -> Option<PathView> {
+        connected_view(self.get(i))
+    }
 }
 
 impl<const N: usize> PathViews for [PathView; N] {
+    type Path = PathView;
     fn paths_num(&self) -> usize {
         N
     }
     fn view(&self, i: usize) -> Option<PathView> {
         self.get(i).copied()
     }
+    fn connected(&self, i: usize) -> Option<PathView> {
+        connected_view(self.get(i))
+    }
 }
 
 #[cfg(test)]
 impl PathViews for Vec<PathView> {
+    type Path = PathView;
     fn paths_num(&self) -> usize {
         Vec::len(self)
     }
     fn view(&self, i: usize) -> Option<PathView> {
         self.get(i).copied()
+    }
+    fn connected(&self, i: usize) -> Option<PathView> {
+        connected_view(self.get(i))
     }
 }
 
@@ -267,13 +298,16 @@ pub fn rr_cursor_on_remove(cursor: &mut Option<usize>, removed: usize, new_len: 
 fn pick_min<K: Ord + Copy, P: PathViews + ?Sized>(
     paths: &P,
     skip: &mut PathSkipSet,
+    policy: MpPolicy,
     start: K,
     key: impl Fn(&PathView) -> K,
 ) -> Option<usize> {
     let mut min = start;
     let mut min_path = None;
     for i in 0..visible(paths) {
-        let Some(p) = paths.view(i) else { continue };
+        let Some(p) = paths.view_for(i, policy) else {
+            continue;
+        };
         if !p.is_connected() || skip.contains(i) {
             continue;
         }
@@ -297,7 +331,7 @@ pub fn get_next_path_min_inflight<P: PathViews + ?Sized>(
     paths: &P,
     skip: &mut PathSkipSet,
 ) -> Option<usize> {
-    pick_min(paths, skip, i32::MAX, |p| p.inflight)
+    pick_min(paths, skip, MpPolicy::MinInflight, i32::MAX, |p| p.inflight)
 }
 
 /// `get_next_path_min_latency`: as [`get_next_path_min_inflight`], keyed by
@@ -307,7 +341,9 @@ pub fn get_next_path_min_latency<P: PathViews + ?Sized>(
     paths: &P,
     skip: &mut PathSkipSet,
 ) -> Option<usize> {
-    pick_min(paths, skip, i64::MAX, |p| p.cur_latency_ns)
+    pick_min(paths, skip, MpPolicy::MinLatency, i64::MAX, |p| {
+        p.cur_latency_ns
+    })
 }
 
 /// Bits of a packed hint word ([`pack_hint`]) that hold the path index
@@ -371,9 +407,7 @@ pub fn get_next_path_min_latency_hinted<P: PathViews + ?Sized>(
     hint: &mut LatencyHint,
 ) -> Option<usize> {
     if let Some(h) = hint.cached.take() {
-        let ok = h < visible(paths)
-            && !skip.contains(h)
-            && paths.view(h).is_some_and(|v| v.is_connected());
+        let ok = h < visible(paths) && !skip.contains(h) && paths.connected(h).is_some();
         if ok {
             skip.insert(h);
             return Some(h);
@@ -394,7 +428,7 @@ pub fn get_next_path_service_time<P: PathViews + ?Sized>(
     paths: &P,
     skip: &mut PathSkipSet,
 ) -> Option<usize> {
-    pick_min(paths, skip, u128::MAX, |p| {
+    pick_min(paths, skip, MpPolicy::ServiceTime, u128::MAX, |p| {
         u128::from(svc_time_score(p.svc_ns, p.inflight))
     })
 }
@@ -478,18 +512,19 @@ impl PathIt {
     /// The next CONNECTED path of C's loop
     /// `for (init; (p = next_path(&it)) && it.i < paths_num; it.i++)
     /// { if (p->state != CONNECTED) continue; ... }`,
-    /// or `None` once the loop ends (and from then on).
+    /// or `None` once the loop ends (and from then on): its index, and
+    /// the caller's handle on it ([`PathViews::connected`]).
     ///
     /// Call it again after a failed try: that is the loop's `continue`.
     /// As in C, `next_path` runs before the bound check, so a full walk
     /// advances the round-robin cursor `paths_num + 1` times. A path is
     /// never returned twice for one walk.
-    pub fn next_connected<P: PathViews + ?Sized>(
+    pub fn next_connected_path<P: PathViews + ?Sized>(
         &mut self,
         paths: &P,
         paths_num: usize,
         rr_cursor: &mut Option<usize>,
-    ) -> Option<usize> {
+    ) -> Option<(usize, P::Path)> {
         while !self.done {
             if self.started {
                 self.i = self.i.saturating_add(1);
@@ -509,13 +544,24 @@ impl PathIt {
                 }
                 continue;
             }
-            match paths.view(p) {
-                Some(v) if v.is_connected() => return Some(p),
-                _ => continue,
+            if let Some(path) = paths.connected(p) {
+                return Some((p, path));
             }
         }
         self.done = true;
         None
+    }
+
+    #[cfg(test)]
+    /// [`PathIt::next_connected_path`]'s index.
+    pub fn next_connected<P: PathViews + ?Sized>(
+        &mut self,
+        paths: &P,
+        paths_num: usize,
+        rr_cursor: &mut Option<usize>,
+    ) -> Option<usize> {
+        self.next_connected_path(paths, paths_num, rr_cursor)
+            .map(|(i, _)| i)
     }
 }
 
@@ -548,15 +594,15 @@ pub fn failover_req<P: PathViews + ?Sized>(
     paths_num: usize,
     rr_cursor: &mut Option<usize>,
     hint: &mut LatencyHint,
-    mut offer: impl FnMut(usize) -> Offer,
+    mut offer: impl FnMut(usize, P::Path) -> Offer,
 ) -> Result<usize, i32> {
     let mut it = PathIt::new(policy).with_hint(hint.cached);
     let mut err = -ECONNABORTED;
     let out = loop {
-        let Some(p) = it.next_connected(paths, paths_num, rr_cursor) else {
+        let Some((p, path)) = it.next_connected_path(paths, paths_num, rr_cursor) else {
             break Err(err);
         };
-        match offer(p) {
+        match offer(p, path) {
             Offer::Posted => break Ok(p),
             Offer::Skipped => {}
             Offer::Failed(e) => err = e,
@@ -866,12 +912,16 @@ mod tests {
     struct Counted<'a>(&'a [PathView], core::cell::Cell<usize>);
 
     impl PathViews for Counted<'_> {
+        type Path = PathView;
         fn paths_num(&self) -> usize {
             self.0.len()
         }
         fn view(&self, i: usize) -> Option<PathView> {
             self.1.set(self.1.get() + 1);
             self.0.get(i).copied()
+        }
+        fn connected(&self, i: usize) -> Option<PathView> {
+            self.view(i).filter(PathView::is_connected)
         }
     }
 
@@ -921,10 +971,17 @@ mod tests {
         let order = |cached| {
             let mut tries = Vec::new();
             let mut h = LatencyHint::new(cached);
-            let r = failover_req(MpPolicy::MinLatency, &paths, 4, &mut None, &mut h, |p| {
-                tries.push(p);
-                Offer::Failed(-5)
-            });
+            let r = failover_req(
+                MpPolicy::MinLatency,
+                &paths,
+                4,
+                &mut None,
+                &mut h,
+                |p, _| {
+                    tries.push(p);
+                    Offer::Failed(-5)
+                },
+            );
             assert_eq!(r, Err(-5));
             (tries, h.scanned)
         };
@@ -936,16 +993,21 @@ mod tests {
         assert_eq!(order(Some(1)), (vec![3, 0, 2], Some(3)));
         // A first pick that posts still reports the scan.
         let mut h = LatencyHint::default();
-        let r = failover_req(MpPolicy::MinLatency, &paths, 4, &mut None, &mut h, |_| {
-            Offer::Posted
-        });
+        let r = failover_req(
+            MpPolicy::MinLatency,
+            &paths,
+            4,
+            &mut None,
+            &mut h,
+            |_, _| Offer::Posted,
+        );
         assert_eq!((r, h.scanned), (Ok(3), Some(3)));
         // The other policies neither use nor make a hint.
         for policy in [MpPolicy::Rr, MpPolicy::MinInflight, MpPolicy::ServiceTime] {
             let mut h = LatencyHint::new(Some(1));
             let want = walk(policy, &paths, 4, &mut None);
             let mut got = Vec::new();
-            let _ = failover_req(policy, &paths, 4, &mut None, &mut h, |p| {
+            let _ = failover_req(policy, &paths, 4, &mut None, &mut h, |p, _| {
                 got.push(p);
                 Offer::Failed(-5)
             });
@@ -987,10 +1049,17 @@ mod tests {
             let mut h = LatencyHint::new(cached);
             let mut got = Vec::new();
             let n = paths.len();
-            let _ = failover_req(MpPolicy::MinLatency, &paths, n, &mut None, &mut h, |p| {
-                got.push(p);
-                Offer::Failed(-5)
-            });
+            let _ = failover_req(
+                MpPolicy::MinLatency,
+                &paths,
+                n,
+                &mut None,
+                &mut h,
+                |p, _| {
+                    got.push(p);
+                    Offer::Failed(-5)
+                },
+            );
             let mut skip = PathSkipSet::new();
             let want: Vec<_> =
                 core::iter::from_fn(|| get_next_path_min_latency(&paths, &mut skip)).collect();
@@ -1030,7 +1099,7 @@ mod tests {
                             paths_num,
                             &mut cur,
                             &mut LatencyHint::default(),
-                            |_| Offer::Posted
+                            |_, _| Offer::Posted
                         ),
                         Err(-ECONNABORTED)
                     );
@@ -1098,7 +1167,7 @@ mod tests {
                 n,
                 &mut cur,
                 &mut LatencyHint::default(),
-                |p| {
+                |p, _| {
                     seen[p] += 1;
                     Offer::Failed(-(round % 100 + 1))
                 },
@@ -1128,7 +1197,7 @@ mod tests {
     ) -> (Result<usize, i32>, Vec<usize>) {
         let mut tries = Vec::new();
         let mut hint = LatencyHint::default();
-        let r = failover_req(policy, paths, paths.len(), cur, &mut hint, |p| {
+        let r = failover_req(policy, paths, paths.len(), cur, &mut hint, |p, _| {
             tries.push(p);
             answer(p)
         });
@@ -1278,7 +1347,7 @@ mod tests {
                             NPATHS,
                             &mut cur,
                             &mut LatencyHint::default(),
-                            |p| {
+                            |p, _| {
                                 counted[slot] = counts_inflight(policy);
                                 if counted[slot] {
                                     inflight[p] += 1;
@@ -1324,7 +1393,7 @@ mod tests {
                                     NPATHS,
                                     &mut cur,
                                     &mut LatencyHint::default(),
-                                    |p| {
+                                    |p, _| {
                                         assert_ne!(p, f);
                                         counted[slot] = counts_inflight(policy);
                                         if counted[slot] {
@@ -1394,11 +1463,15 @@ mod tests {
     struct Holey(Vec<Option<PathView>>);
 
     impl PathViews for Holey {
+        type Path = PathView;
         fn paths_num(&self) -> usize {
             self.0.len()
         }
         fn view(&self, i: usize) -> Option<PathView> {
             self.0.get(i).copied().flatten()
+        }
+        fn connected(&self, i: usize) -> Option<PathView> {
+            self.view(i).filter(PathView::is_connected)
         }
     }
 
@@ -1428,6 +1501,89 @@ mod tests {
             Some(2)
         );
         assert!(src.paths_num() > 0);
+    }
+
+    /// A source whose `view_for` leaves at 0 what the policy does not
+    /// read, as the module's does; `connected` hands out the entry's view.
+    struct Sparse(Vec<PathView>);
+
+    impl PathViews for Sparse {
+        type Path = PathView;
+        fn paths_num(&self) -> usize {
+            self.0.len()
+        }
+        fn view(&self, i: usize) -> Option<PathView> {
+            self.0.get(i).copied()
+        }
+        fn view_for(&self, i: usize, policy: MpPolicy) -> Option<PathView> {
+            let v = self.0.get(i)?;
+            let mut s = PathView::new(v.state, 0, 0);
+            match policy {
+                MpPolicy::Rr => {}
+                MpPolicy::MinInflight => s.inflight = v.inflight,
+                MpPolicy::MinLatency => s.cur_latency_ns = v.cur_latency_ns,
+                MpPolicy::ServiceTime => {
+                    s.inflight = v.inflight;
+                    s.svc_ns = v.svc_ns;
+                }
+            }
+            Some(s)
+        }
+        fn connected(&self, i: usize) -> Option<PathView> {
+            self.0.get(i).copied().filter(PathView::is_connected)
+        }
+    }
+
+    /// A walk whose offers all fail: its verdict, its scan to cache, the
+    /// paths offered (with what the walk handed over) and the cursor.
+    type Walk = (
+        Result<usize, i32>,
+        Option<usize>,
+        Vec<(usize, PathView)>,
+        Option<usize>,
+    );
+
+    fn failed_walk<P: PathViews<Path = PathView> + ?Sized>(
+        policy: MpPolicy,
+        src: &P,
+        n: usize,
+        cached: Option<usize>,
+        mut cur: Option<usize>,
+    ) -> Walk {
+        let mut got = Vec::new();
+        let mut h = LatencyHint::new(cached);
+        let r = failover_req(policy, src, n, &mut cur, &mut h, |p, v| {
+            got.push((p, v));
+            Offer::Failed(-5)
+        });
+        (r, h.scanned, got, cur)
+    }
+
+    /// Each policy's walk reads only its own keys (`view_for`): a source
+    /// that leaves the others at 0 gives the same offers, in the same
+    /// order, each with its own entry.
+    #[test]
+    fn walks_read_only_their_policy_keys() {
+        let mut rng = Rng(0x005e_ed0f_ca11);
+        for _ in 0..3000 {
+            let n = 1 + rng.index(8);
+            let paths: Vec<_> = (0..n)
+                .map(|_| {
+                    let s = RtrsCltState::ALL[rng.index(7)];
+                    PathView::new(s, rng.index(4) as i32, rng.index(4) as i64 * 100)
+                        .with_svc_ns(rng.index(4) as u64 * 1000)
+                })
+                .collect();
+            let policy = MpPolicy::ALL[rng.index(4)];
+            let cached = (rng.index(3) == 0).then(|| rng.index(n + 1));
+            let cur = (rng.index(2) == 0).then(|| rng.index(n));
+            let full = failed_walk(policy, &paths, n, cached, cur);
+            let part = failed_walk(policy, &Sparse(paths.clone()), n, cached, cur);
+            assert_eq!(full, part, "{policy:?} {paths:?}");
+            for (p, v) in &full.2 {
+                assert_eq!(paths[*p], *v);
+            }
+        }
     }
 }
 

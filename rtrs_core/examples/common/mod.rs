@@ -44,8 +44,12 @@ pub struct Views<'a> {
 }
 
 impl PathViews for Views<'_> {
+    type Path = ();
     fn paths_num(&self) -> usize {
         self.paths.len()
+    }
+    fn connected(&self, i: usize) -> Option<()> {
+        self.view(i).filter(PathView::is_connected).map(|_| ())
     }
     fn view(&self, i: usize) -> Option<PathView> {
         let p = self.paths.get(i)?;

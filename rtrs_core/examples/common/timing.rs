@@ -31,7 +31,7 @@ pub fn scan_pick(views: &Views<'_>) -> Option<usize> {
         views.paths.len(),
         &mut None,
         &mut LatencyHint::default(),
-        |_| Offer::Posted,
+        |_, _| Offer::Posted,
     )
     .ok()
 }

@@ -57,8 +57,12 @@ struct Views<'a> {
 }
 
 impl PathViews for Views<'_> {
+    type Path = ();
     fn paths_num(&self) -> usize {
         2
+    }
+    fn connected(&self, i: usize) -> Option<()> {
+        self.paths.get(i).map(|_| ())
     }
     fn view(&self, i: usize) -> Option<PathView> {
         let p = self.paths.get(i)?;
@@ -90,7 +94,7 @@ fn reaction(policy: MpPolicy, hb_phase_ns: i64) -> (i64, f64) {
     let mut post = |t: i64, gen: u64, paths: &mut [Path; 2], pending: &mut Vec<_>| {
         let views = Views { paths, now: t };
         let mut hint = LatencyHint::new(unpack_hint(hint_word, gen));
-        let p = failover_req(policy, &views, 2, &mut rr, &mut hint, |_| Offer::Posted);
+        let p = failover_req(policy, &views, 2, &mut rr, &mut hint, |_, _| Offer::Posted);
         if let Some(i) = hint.scanned {
             hint_word = pack_hint(gen, i);
         }
