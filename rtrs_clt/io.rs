@@ -355,10 +355,7 @@ impl<C: IoCon> IoCtx<C> {
             return Err(emsgsize());
         };
         a.usr.copy_to(usr_buf);
-        let plan = match self
-            .layout
-            .plan_io_req(req.chunk, a.read, a.data_len, a.usr.len())
-        {
+        let plan = match req.chunk.plan_io_req(a.read, a.data_len, a.usr.len()) {
             Ok(p) => p,
             Err(e) => return Err(io_refused(con.sess(), e)),
         };

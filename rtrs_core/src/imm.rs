@@ -169,52 +169,20 @@ impl RtrsChunkLayout {
             }),
         }
     }
-
-    /// IO request payload (without type) `mem_off + off`; `off` is
-    /// `data_len + usr_len`, the RTRS message offset inside the chunk.
-    /// (The rule, checked at every step: `plan_io_req` is tested against it.)
-    #[cfg(test)]
-    pub const fn io_req_payload(&self, mem_id: u32, off: u32) -> Result<u32, WireError> {
-        let base = match self.mem_off(mem_id) {
-            Ok(b) => b,
-            Err(e) => return Err(e),
-        };
-        if off >= self.chunk_size {
-            return Err(WireError::BadOffset {
-                off,
-                limit: self.chunk_size,
-            });
-        }
-        // off < chunk_size <= 2^mem_bits: no carry into the id bits.
-        match base.checked_add(off) {
-            Some(p) if p <= MAX_IMM_PAYL_MASK => Ok(p),
-            _ => Err(WireError::BadOffset {
-                off,
-                limit: self.chunk_size,
-            }),
-        }
-    }
-
-    /// Complete IO request IMM for chunk `mem_id` and message offset `off`.
-    #[cfg(test)]
-    pub const fn io_req_imm(&self, mem_id: u32, off: u32) -> Result<u32, WireError> {
-        match self.io_req_payload(mem_id, off) {
-            Ok(p) => Ok(rtrs_to_io_req_imm(p)),
-            Err(e) => Err(e),
-        }
-    }
 }
 
 /// Chunk `mem_id` of a layout, from [`RtrsChunkLayout::chunk`]: its
-/// `mem_off`, so `mem_id < queue_depth` by construction (set up once per
-/// request slot, not checked per request).
+/// `mem_off` and the layout's chunk size, so `mem_id < queue_depth` and
+/// `chunk_size <= 2^mem_bits` hold by construction (set up once per request
+/// slot, not checked per request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RtrsChunk {
     mem_off: u32,
+    chunk_size: u32,
 }
 
 /// What a READ or WRITE request is on the wire, from
-/// [`RtrsChunkLayout::plan_io_req`].
+/// [`RtrsChunk::plan_io_req`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IoReqPlan {
     /// The request's IMM (host order).
@@ -227,20 +195,24 @@ pub struct IoReqPlan {
 }
 
 impl RtrsChunkLayout {
-    /// Chunk `mem_id` (`mem_off`), if below the queue depth.
+    /// Chunk `mem_id`, if below the queue depth.
     pub const fn chunk(&self, mem_id: u32) -> Result<RtrsChunk, WireError> {
         match self.mem_off(mem_id) {
-            Ok(mem_off) => Ok(RtrsChunk { mem_off }),
+            Ok(mem_off) => Ok(RtrsChunk {
+                mem_off,
+                chunk_size: self.chunk_size,
+            }),
             Err(e) => Err(e),
         }
     }
+}
 
-    /// `rtrs_clt_{read,write}_req`'s size check (`check_io_chunk`) and IMM
-    /// (`io_req_imm` at offset `data_len + usr_len`) for `chunk` of this
-    /// layout, in one pass: only the size check can fail.
+impl RtrsChunk {
+    /// `rtrs_clt_{read,write}_req`: the size check (`sizeof(msg) +
+    /// data_len + usr_len <= chunk_size`, else `IoChunkTooBig`) and the IMM
+    /// (`mem_off + data_len + usr_len`) in one pass.
     pub fn plan_io_req(
-        &self,
-        chunk: RtrsChunk,
+        self,
         read: bool,
         data_len: usize,
         usr_len: usize,
@@ -259,16 +231,16 @@ impl RtrsChunkLayout {
         if size > self.chunk_size as usize {
             return Err(self.too_big(read, size));
         }
-        // off < chunk_size <= 2^mem_bits (`new`), and mem_off is a multiple
-        // of 2^mem_bits below 2^28 (`chunk`): the sum is an OR in 28 bits.
+        // off < chunk_size <= 2^mem_bits, and mem_off is a multiple of
+        // 2^mem_bits below 2^28 (`chunk`): C's sum is an OR in 28 bits.
         Ok(IoReqPlan {
-            imm: rtrs_to_io_req_imm(chunk.mem_off | off as u32),
+            imm: rtrs_to_io_req_imm(self.mem_off | off as u32),
             data_off: data_len as u32,
             msg_off: off as u32,
         })
     }
 
-    fn too_big(&self, read: bool, size: usize) -> WireError {
+    fn too_big(self, read: bool, size: usize) -> WireError {
         WireError::IoChunkTooBig {
             read,
             size,
@@ -343,7 +315,6 @@ impl RtrsImm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::check_io_chunk;
 
     // Golden values below come from compiling the rtrs-pri.h IMM helpers
     // and the kernel's ilog2 (fls - 1) with `clang -target x86_64-linux-gnu`
@@ -521,7 +492,8 @@ mod tests {
         // qd 512: WRITE on permit 3, data 4096, usr_len 32.
         let l = layout(512, 131_072);
         assert_eq!(l.mem_off(3), Ok(3 << 19));
-        assert_eq!(l.io_req_imm(3, 4096 + 32), Ok(0x0018_1020));
+        let p = l.chunk(3).and_then(|c| c.plan_io_req(false, 4096, 32));
+        assert_eq!(p.map(|p| p.imm), Ok(0x0018_1020));
         assert_eq!(split_io_req(&l, 0x0018_1020), (3, 4128));
         // A request IMM coming back to the client is of no known type.
         assert_eq!(
@@ -550,16 +522,8 @@ mod tests {
     #[test]
     fn layout_bounds() {
         let l = layout(512, 131_072);
-        assert_eq!(l.io_req_payload(511, 131_071), Ok((511 << 19) | 131_071));
         assert_eq!(
-            l.io_req_payload(511, 131_072),
-            Err(WireError::BadOffset {
-                off: 131_072,
-                limit: 131_072
-            })
-        );
-        assert_eq!(
-            l.io_req_payload(512, 0),
+            l.chunk(512),
             Err(WireError::BadMsgId {
                 msg_id: 512,
                 queue_depth: 512
@@ -569,11 +533,10 @@ mod tests {
         assert_eq!(split_io_req(&l, 0xffff_ffff), (511, (1 << 19) - 1));
         // qd 1 uses the whole payload for the offset.
         let l1 = layout(1, 1 << 28);
-        assert_eq!(l1.io_req_imm(0, (1 << 28) - 1), Ok(0x0fff_ffff));
         assert_eq!(split_io_req(&l1, 0x0fff_ffff), (0, 0x0fff_ffff));
         // Server limits: 65535 x 4096 fits exactly.
         let lmax = layout(65535, 4096);
-        assert_eq!(lmax.io_req_imm(65534, 4095), Ok(0x0fff_efff));
+        assert!(lmax.chunk(65534).is_ok());
         // Chunk size 0 never fits (bits(0) == 32).
         assert!(RtrsChunkLayout::new(1, 0).is_err());
         assert!(RtrsChunkLayout::new(0, 4096).is_err());
@@ -697,8 +660,11 @@ mod tests {
                 }
             }
             for l in &layouts {
-                if let Ok(req) = l.io_req_imm(imm >> 16, imm & 0xffff) {
-                    assert_eq!(split_io_req(l, req), (imm >> 16, imm & 0xffff));
+                let plan = l
+                    .chunk(imm >> 16)
+                    .and_then(|c| c.plan_io_req(false, (imm & 0xffff) as usize, 0));
+                if let Ok(p) = plan {
+                    assert_eq!(split_io_req(l, p.imm), (imm >> 16, imm & 0xffff));
                 }
             }
             let _ = rtrs_from_io_rsp_imm(imm);
@@ -716,11 +682,82 @@ mod tests {
         assert!(seen.iter().all(|&n| n > 50_000), "{seen:?}");
     }
 
-    /// `plan_io_req` on `chunk(mem_id)` is `check_io_chunk` then
-    /// `io_req_imm` at `data_len + usr_len`; `chunk` refuses the ids
-    /// `io_req_imm` refuses. Layouts at the IMM budget's edge included.
+    /// `plan_io_req` against C: IMMs printed by a probe (built with gcc)
+    /// of `rtrs_clt_{read,write}_req`'s arithmetic: `chunk_bits =
+    /// ilog2(qd - 1) + 1`, `mem_off = id << (28 - chunk_bits)` and
+    /// `rtrs_to_io_req_imm(mem_off + data_len + usr_len)`, at the layouts'
+    /// edges; the size check at its bound for both directions.
     #[test]
-    fn plan_io_req_is_check_then_imm() {
+    fn plan_io_req_golden() {
+        let plan = |qd, chunk, id, read, data, usr| {
+            layout(qd, chunk)
+                .chunk(id)
+                .and_then(|c| c.plan_io_req(read, data, usr))
+        };
+        let imm =
+            |qd, chunk, id, read, data, usr| plan(qd, chunk, id, read, data, usr).map(|p| p.imm);
+        // (qd, chunk_size, id, read, data_len, usr_len) -> IMM
+        assert_eq!(imm(512, 128 << 10, 3, false, 4096, 32), Ok(0x0018_1020));
+        assert_eq!(
+            imm(512, 128 << 10, 511, false, 131_036, 32),
+            Ok(0x0ff9_fffc)
+        );
+        assert_eq!(imm(512, 128 << 10, 511, true, 131_032, 32), Ok(0x0ff9_fff8));
+        assert_eq!(imm(1, 1 << 28, 0, false, (1 << 28) - 4, 0), Ok(0x0fff_fffc));
+        assert_eq!(imm(65535, 4096, 65534, false, 4092, 0), Ok(0x0fff_effc));
+        assert_eq!(imm(65535, 4096, 65534, true, 4088, 0), Ok(0x0fff_eff8));
+        assert_eq!(imm(3, 100_003, 2, false, 99_999, 0), Ok(0x0801_869f));
+        assert_eq!(
+            plan(512, 128 << 10, 3, false, 4096, 32),
+            Ok(IoReqPlan {
+                imm: 0x0018_1020,
+                data_off: 4096,
+                msg_off: 4096 + 32,
+            })
+        );
+        // One byte over: sizeof(msg) + data_len + usr_len > chunk_size.
+        let too_big = |read, size, chunk_size| {
+            Err(WireError::IoChunkTooBig {
+                read,
+                size,
+                chunk_size,
+            })
+        };
+        assert_eq!(
+            imm(512, 128 << 10, 511, false, 131_037, 32),
+            too_big(false, 131_073, 131_072)
+        );
+        assert_eq!(
+            imm(512, 128 << 10, 511, true, 131_033, 32),
+            too_big(true, 131_073, 131_072)
+        );
+        assert_eq!(
+            imm(3, 100_003, 2, false, 100_000, 0),
+            too_big(false, 100_004, 100_003)
+        );
+        assert_eq!(
+            imm(1, 4096, 0, true, usize::MAX, 1),
+            too_big(true, usize::MAX, 4096)
+        );
+        assert_eq!(
+            imm(1, 4096, 0, true, usize::MAX - 4, 0),
+            too_big(true, usize::MAX, 4096)
+        );
+        // An id at the queue depth has no chunk.
+        assert_eq!(
+            imm(512, 128 << 10, 512, false, 0, 0),
+            Err(WireError::BadMsgId {
+                msg_id: 512,
+                queue_depth: 512
+            })
+        );
+    }
+
+    /// `plan_io_req` over random requests and layouts at the IMM budget's
+    /// edge: what passes fits its chunk and the server's split of its IMM
+    /// gives back (id, `data_len + usr_len`); what is refused is too big.
+    #[test]
+    fn plan_io_req_splits_back() {
         let mut rng = Rng(0x10_7e9);
         let layouts = [
             layout(128, 128 << 10),
@@ -733,11 +770,11 @@ mod tests {
             layout(4096, 1 << 16),
             layout(4097, 4095),
         ];
-        let mut seen = [0u32; 3];
+        let mut seen = [0u32; 2];
         for _ in 0..400_000 {
             let l = layouts[rng.index(layouts.len())];
             let read = rng.below(2) == 0;
-            let mem_id = rng.below(u64::from(l.queue_depth()) + 2) as u32;
+            let id = rng.below(u64::from(l.queue_depth())) as u32;
             let cs = l.chunk_size() as usize;
             let (data_len, usr_len) = match rng.below(4) {
                 0 => (rng.index(cs + 64), rng.index(512)),
@@ -745,42 +782,34 @@ mod tests {
                 2 => (cs - 40 + rng.index(40), 0),
                 _ => (usize::MAX - rng.index(4), rng.index(4)),
             };
-            let chunk = match l.chunk(mem_id) {
-                Ok(c) => c,
-                Err(e) => {
-                    assert!(mem_id >= l.queue_depth());
-                    assert_eq!(Err(e), l.io_req_imm(mem_id, 0));
-                    seen[2] += 1;
-                    continue;
+            let msg = if read { 8 } else { 4 };
+            let size = data_len
+                .checked_add(usr_len)
+                .and_then(|s| s.checked_add(msg));
+            match l.chunk(id).unwrap().plan_io_req(read, data_len, usr_len) {
+                Ok(p) => {
+                    seen[0] += 1;
+                    assert!(size.is_some_and(|s| s <= cs));
+                    let off = (data_len + usr_len) as u32;
+                    assert_eq!(p.imm >> MAX_IMM_PAYL_BITS, RTRS_IO_REQ_IMM);
+                    assert_eq!(split_io_req(&l, p.imm), (id, off));
+                    assert_eq!((p.data_off, p.msg_off), (data_len as u32, off));
                 }
-            };
-            let want = check_io_chunk(read, data_len, usr_len, l.chunk_size()).and_then(|()| {
-                let off = u32::try_from(data_len + usr_len).unwrap();
-                l.io_req_imm(mem_id, off).map(|imm| IoReqPlan {
-                    imm,
-                    data_off: data_len as u32,
-                    msg_off: off,
-                })
-            });
-            let got = l.plan_io_req(chunk, read, data_len, usr_len);
-            assert_eq!(got, want, "{read} {mem_id} {data_len} {usr_len}");
-            seen[match got {
-                Ok(_) => 0,
-                Err(WireError::IoChunkTooBig { .. }) => 1,
-                Err(_) => 2,
-            }] += 1;
+                Err(e) => {
+                    seen[1] += 1;
+                    let size = size.unwrap_or(usize::MAX);
+                    assert!(size > cs);
+                    assert_eq!(
+                        e,
+                        WireError::IoChunkTooBig {
+                            read,
+                            size,
+                            chunk_size: l.chunk_size()
+                        }
+                    );
+                }
+            }
         }
         assert!(seen.iter().all(|&n| n > 1000), "{seen:?}");
-        // The digest's worked example: QD 512, 128 KiB chunks, slot 3, 4 KiB + 32.
-        let l = layout(512, 128 << 10);
-        let p = l.plan_io_req(l.chunk(3).unwrap(), false, 4096, 32).unwrap();
-        assert_eq!(
-            p,
-            IoReqPlan {
-                imm: 0x0018_1020,
-                data_off: 4096,
-                msg_off: 4096 + 32,
-            }
-        );
     }
 }

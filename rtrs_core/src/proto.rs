@@ -263,13 +263,6 @@ pub enum WireError {
         /// Queue depth.
         queue_depth: u32,
     },
-    /// IO offset is not inside the chunk.
-    BadOffset {
-        /// Offset found.
-        off: u32,
-        /// Exclusive limit.
-        limit: u32,
-    },
     /// rkey_rsp buf_id differs from the msg_id of its IMM.
     BufIdMismatch {
         /// buf_id of the message.
@@ -314,9 +307,7 @@ impl WireError {
             WireError::MsgTooBig { .. }
             | WireError::IoHdrTooBig { .. }
             | WireError::IoChunkTooBig { .. } => -EMSGSIZE,
-            WireError::BadMsgId { .. }
-            | WireError::BadOffset { .. }
-            | WireError::BufIdMismatch { .. } => -EPROTO,
+            WireError::BadMsgId { .. } | WireError::BufIdMismatch { .. } => -EPROTO,
         }
     }
 }
@@ -416,7 +407,6 @@ impl fmt::Display for WireError {
                 msg_id,
                 queue_depth,
             } => write!(f, "msg id {msg_id} >= queue depth {queue_depth}"),
-            WireError::BadOffset { off, limit } => write!(f, "offset {off} >= {limit}"),
             WireError::BufIdMismatch { buf_id, msg_id } => {
                 write!(f, "rkey rsp buf_id {buf_id} != msg_id {msg_id}")
             }
@@ -1708,37 +1698,6 @@ pub fn check_io_hdr(
         return Err(WireError::MsgTooBig {
             size: usr_len,
             max: usize::from(u16::MAX),
-        });
-    }
-    Ok(())
-}
-
-/// `rtrs_clt_{read,write}_req` check: `sizeof(msg) + data_len + usr_len
-/// <= chunk_size` (sizeof is 8 for READ, 4 for WRITE). The rule as C
-/// states it; the module runs it inside `RtrsChunkLayout::plan_io_req`,
-/// which is tested against it.
-#[cfg(test)]
-pub fn check_io_chunk(
-    read: bool,
-    data_len: usize,
-    usr_len: usize,
-    chunk_size: u32,
-) -> Result<(), WireError> {
-    let max = usize::try_from(chunk_size).unwrap_or(usize::MAX);
-    let msg = if read {
-        RtrsMsgRdmaRead::SIZE
-    } else {
-        RtrsMsgRdmaWrite::SIZE
-    };
-    let size = msg
-        .checked_add(data_len)
-        .and_then(|s| s.checked_add(usr_len))
-        .unwrap_or(usize::MAX);
-    if size > max {
-        return Err(WireError::IoChunkTooBig {
-            read,
-            size,
-            chunk_size,
         });
     }
     Ok(())
