@@ -74,8 +74,8 @@ impl<'a> PathViews for LiveViews<'a> {
     // policy reads is loaded.
     #[inline]
     fn view_for(&self, i: usize, policy: MpPolicy) -> Option<PathView> {
-        let lat = policy == MpPolicy::MinLatency;
-        self.read(i, !lat, lat, policy == MpPolicy::ServiceTime)
+        let k = policy.keys();
+        self.read(i, k.inflight, k.latency, k.svc)
     }
 
     #[inline]

@@ -11,7 +11,7 @@
 //! Differences from C, all invisible in a consistent snapshot:
 //! - the per-request skip set is a local bitmap ([`PathSkipSet`]) instead of
 //!   per-CPU `mp_skip_entry` list heads, as the digest (§6.5) recommends;
-//! - [`PathIt::next_connected`] never hands the same path out twice for one
+//! - [`PathIt::next_connected_path`] never hands the same path out twice for one
 //!   request, even for round-robin when `paths_num` exceeds the list length
 //!   (C could then retry a path);
 //! - min-latency's first pick may be the one cached from an earlier full
@@ -44,6 +44,17 @@ pub enum MpPolicy {
     ServiceTime = 3,
 }
 
+/// Which keys of a [`PathView`] a scan reads ([`MpPolicy::keys`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathKeys {
+    /// `inflight`.
+    pub inflight: bool,
+    /// `cur_latency_ns`.
+    pub latency: bool,
+    /// `svc_ns`.
+    pub svc: bool,
+}
+
 impl MpPolicy {
     #[cfg(test)]
     /// Every policy, in C value order.
@@ -68,6 +79,22 @@ impl MpPolicy {
     /// The C enum value.
     pub const fn as_raw(self) -> i32 {
         self as i32
+    }
+
+    /// The keys of a [`PathView`] this policy's scan reads; a source may
+    /// leave the others at 0 ([`PathViews::view_for`]).
+    pub const fn keys(self) -> PathKeys {
+        let (inflight, latency, svc) = match self {
+            MpPolicy::Rr => (false, false, false),
+            MpPolicy::MinInflight => (true, false, false),
+            MpPolicy::MinLatency => (false, true, false),
+            MpPolicy::ServiceTime => (true, false, true),
+        };
+        PathKeys {
+            inflight,
+            latency,
+            svc,
+        }
     }
 
     /// The name `mpath_policy` shows and takes.
@@ -486,7 +513,7 @@ impl PathIt {
 
     #[cfg(test)]
     /// The paths visited so far (by the policy for min-inflight and
-    /// min-latency, by [`PathIt::next_connected`] for round-robin).
+    /// min-latency, by [`PathIt::next_connected_path`] for round-robin).
     pub const fn skip(&self) -> &PathSkipSet {
         &self.skip
     }
@@ -1503,8 +1530,8 @@ mod tests {
         assert!(src.paths_num() > 0);
     }
 
-    /// A source whose `view_for` leaves at 0 what the policy does not
-    /// read, as the module's does; `connected` hands out the entry's view.
+    /// A source whose `view_for` leaves at 0 what [`MpPolicy::keys`] says
+    /// the policy does not read, as the module's does; `connected` hands out the entry's view.
     struct Sparse(Vec<PathView>);
 
     impl PathViews for Sparse {
@@ -1517,17 +1544,13 @@ mod tests {
         }
         fn view_for(&self, i: usize, policy: MpPolicy) -> Option<PathView> {
             let v = self.0.get(i)?;
-            let mut s = PathView::new(v.state, 0, 0);
-            match policy {
-                MpPolicy::Rr => {}
-                MpPolicy::MinInflight => s.inflight = v.inflight,
-                MpPolicy::MinLatency => s.cur_latency_ns = v.cur_latency_ns,
-                MpPolicy::ServiceTime => {
-                    s.inflight = v.inflight;
-                    s.svc_ns = v.svc_ns;
-                }
-            }
-            Some(s)
+            let k = policy.keys();
+            let s = PathView::new(
+                v.state,
+                if k.inflight { v.inflight } else { 0 },
+                if k.latency { v.cur_latency_ns } else { 0 },
+            );
+            Some(if k.svc { s.with_svc_ns(v.svc_ns) } else { s })
         }
         fn connected(&self, i: usize) -> Option<PathView> {
             self.0.get(i).copied().filter(PathView::is_connected)
