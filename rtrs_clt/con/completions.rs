@@ -37,116 +37,164 @@ impl Con {
     /// `rtrs_clt_rdma_done`: IO responses (IMM or, with NEW_RKEY, the
     /// RKEY_RSP send), heartbeats, server invalidations, and errors, which go
     /// to error recovery. Softirq for IRQ connections: no locks, no sleep.
+    /// Inline: the dispatch alone, so that a server invalidation's receive
+    /// saves no registers.
+    #[inline(always)]
     fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
-        let path = self.path();
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
-            if wc.status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
-                let msg = wc_status_msg(wc.status);
-                pr_err_rl!("{}: RDMA failed: {}\n", self.sess(), msg);
-                self.error_recovery();
-            }
+            self.wc_failed(wc.status);
             return;
         }
+        let path = self.path();
         path.stats.update_wc(self.cpu);
-        let new_rkey = path.new_rkey.load(Ordering::Acquire);
         match wc.opcode {
-            bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => {
-                path.reset_hb_missed();
-                let g = RcuGuard::new();
-                let io = path.io(&g);
-                let qd = io.map_or(0, IoCtx::queue_depth);
-                // Whether this IMM used the receive of a SEND_WITH_INV too.
-                let w_inval = match RtrsImm::decode(wc_imm_data(wc), qd) {
-                    Ok(RtrsImm::IoRsp {
-                        msg_id,
-                        errno,
-                        w_inval,
-                    }) => {
-                        // Decoded against `io`'s depth: `io` is there.
-                        if let Some(io) = io {
-                            io.process_io_rsp(self, &g, msg_id, errno, w_inval);
-                        }
-                        w_inval
-                    }
-                    Err(ImmError::BadMsgId { msg_id, w_inval }) => {
-                        if io.is_some() {
-                            pr_err_rl!("{}: IO response for bad msg_id {}\n", self.sess(), msg_id);
-                        } else {
-                            pr_warn_rl!(
-                                "{}: IO response {} before IO set-up\n",
-                                self.sess(),
-                                msg_id
-                            );
-                        }
-                        w_inval
-                    }
-                    Ok(hb @ (RtrsImm::HbMsg | RtrsImm::HbAck)) => {
-                        if hb == RtrsImm::HbMsg {
-                            path.hb_msgs_rx.fetch_add(1, Ordering::Relaxed);
-                            self.send_hb_ack();
-                        } else {
-                            let now = crate::ffi::misc::ktime_get_ns();
-                            let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
-                            let asked = path.hb_outstanding.swap(false, Ordering::AcqRel);
-                            match path_state::hb_ack_latency(asked, now, sent) {
-                                Some(ns) => path.set_hb_cur_latency(ns),
-                                None => pr_warn_rl!(
-                                    "{}: HB_ACK without a heartbeat outstanding, ignored\n",
-                                    self.sess()
-                                ),
-                            }
-                        }
-                        if new_rkey {
-                            self.recv_done(iu);
-                            return;
-                        }
-                        false
-                    }
-                    Err(ImmError::BadType { imm_type }) => {
-                        pr_warn_rl!("{}: Unknown IMM type {}\n", self.sess(), imm_type);
-                        false
-                    }
-                };
-                drop(g);
-                // As C: empty receives in place of what completed, whether
-                // it came into a buffer or not (a buffer is not posted
-                // again here): one for this IMM, and for a W_INV response
-                // one more for the SEND_WITH_INV that came before it
-                // (rtrs_post_recv_empty_x2).
-                drop(iu);
-                let n = if w_inval { 2 } else { 1 };
-                for _ in 0..n {
-                    match self.post_recv_empty() {
-                        Ok(()) => {}
-                        // Teardown took the QP or drains it: nothing more
-                        // is posted on it.
-                        Err(e) if e == econnaborted() => return,
-                        Err(e) => {
-                            pr_err_rl!(
-                                "{}: rtrs_post_recv_empty(): {}\n",
-                                self.sess(),
-                                e.to_errno()
-                            );
-                            self.error_recovery();
-                            return;
-                        }
-                    }
-                }
-            }
+            bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => self.imm_done(wc, iu),
             bindings::ib_wc_opcode_IB_WC_RECV => {
                 // Key invalidations from the server, or RKEY_RSP.
                 path.reset_hb_missed();
-                if new_rkey {
-                    let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
-                    if wc.wc_flags & inval != 0 {
-                        self.recv_done(iu);
-                    } else {
-                        self.rkey_rsp_done(wc, iu);
-                    }
+                if path.new_rkey.load(Ordering::Acquire) {
+                    self.new_rkey_recv_done(wc, iu);
                 }
             }
             bindings::ib_wc_opcode_IB_WC_RDMA_WRITE => {}
-            op => pr_warn_rl!("{}: Unexpected WC type: {}\n", self.sess(), op),
+            op => self.unexpected_wc(op),
+        }
+    }
+
+    /// `rtrs_clt_rdma_done` of a failed work request.
+    #[cold]
+    #[inline(never)]
+    fn wc_failed(&self, status: bindings::ib_wc_status) {
+        if status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+            let msg = wc_status_msg(status);
+            pr_err_rl!("{}: RDMA failed: {}\n", self.sess(), msg);
+            self.error_recovery();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unexpected_wc(&self, op: bindings::ib_wc_opcode) {
+        pr_warn_rl!("{}: Unexpected WC type: {}\n", self.sess(), op);
+    }
+
+    /// A NEW_RKEY mode receive: the server's invalidation, or RKEY_RSP.
+    #[inline(never)]
+    fn new_rkey_recv_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
+        let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
+        if wc.wc_flags & inval != 0 {
+            self.recv_done(iu);
+        } else {
+            self.rkey_rsp_done(wc, iu);
+        }
+    }
+
+    /// `rtrs_clt_rdma_done` of IB_WC_RECV_RDMA_WITH_IMM: an IO response or
+    /// a heartbeat. One read-side section for the IO context and the
+    /// empty receives.
+    #[inline(never)]
+    fn imm_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
+        let path = self.path();
+        path.reset_hb_missed();
+        let g = RcuGuard::new();
+        let io = path.io(&g);
+        let qd = io.map_or(0, IoCtx::queue_depth);
+        // Whether this IMM used the receive of a SEND_WITH_INV too.
+        let w_inval = match RtrsImm::decode(wc_imm_data(wc), qd) {
+            Ok(RtrsImm::IoRsp {
+                msg_id,
+                errno,
+                w_inval,
+            }) => {
+                // Decoded against `io`'s depth: `io` is there.
+                if let Some(io) = io {
+                    io.process_io_rsp(self, &g, msg_id, errno, w_inval);
+                }
+                w_inval
+            }
+            Err(ImmError::BadMsgId { msg_id, w_inval }) => {
+                self.bad_msg_id(io.is_some(), msg_id);
+                w_inval
+            }
+            Ok(hb @ (RtrsImm::HbMsg | RtrsImm::HbAck)) => {
+                self.hb_done(hb);
+                if path.new_rkey.load(Ordering::Acquire) {
+                    drop(g);
+                    self.recv_done(iu);
+                    return;
+                }
+                false
+            }
+            Err(ImmError::BadType { imm_type }) => {
+                self.bad_imm_type(imm_type);
+                false
+            }
+        };
+        // As C: empty receives in place of what completed, whether it came
+        // into a buffer or not (a buffer is not posted again here): one for
+        // this IMM, and for a W_INV response one more for the SEND_WITH_INV
+        // that came before it (rtrs_post_recv_empty_x2, one chain).
+        drop(iu);
+        let res = match self.qp(&g) {
+            Some(q) => q.qp().post_recv_empty_n::<IoCompDone>(w_inval),
+            None => Err(econnaborted()),
+        };
+        drop(g);
+        if let Err(e) = res {
+            self.post_recv_empty_failed(e);
+        }
+    }
+
+    /// An empty receive not posted: quiet once teardown took the QP or
+    /// drains it (nothing more is posted on it), else error recovery.
+    #[cold]
+    #[inline(never)]
+    fn post_recv_empty_failed(&self, e: Error) {
+        if e == econnaborted() {
+            return;
+        }
+        pr_err_rl!(
+            "{}: rtrs_post_recv_empty(): {}\n",
+            self.sess(),
+            e.to_errno()
+        );
+        self.error_recovery();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_msg_id(&self, io_set_up: bool, msg_id: u32) {
+        if io_set_up {
+            pr_err_rl!("{}: IO response for bad msg_id {}\n", self.sess(), msg_id);
+        } else {
+            pr_warn_rl!("{}: IO response {} before IO set-up\n", self.sess(), msg_id);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_imm_type(&self, imm_type: u32) {
+        pr_warn_rl!("{}: Unknown IMM type {}\n", self.sess(), imm_type);
+    }
+
+    /// A heartbeat (HB_MSG: acked) or its ack (HB_ACK: the latency).
+    #[inline(never)]
+    fn hb_done(&self, hb: RtrsImm) {
+        let path = self.path();
+        if hb == RtrsImm::HbMsg {
+            path.hb_msgs_rx.fetch_add(1, Ordering::Relaxed);
+            self.send_hb_ack();
+        } else {
+            let now = crate::ffi::misc::ktime_get_ns();
+            let sent = path.hb_last_sent_ns.load(Ordering::Relaxed);
+            let asked = path.hb_outstanding.swap(false, Ordering::AcqRel);
+            match path_state::hb_ack_latency(asked, now, sent) {
+                Some(ns) => path.set_hb_cur_latency(ns),
+                None => pr_warn_rl!(
+                    "{}: HB_ACK without a heartbeat outstanding, ignored\n",
+                    self.sess()
+                ),
+            }
         }
     }
 
@@ -253,13 +301,6 @@ impl Con {
                 self.error_recovery();
             }
         }
-    }
-
-    /// `rtrs_post_recv_empty`: a receive without buffer on `io_comp_cqe`;
-    /// ECONNABORTED once the QP is unpublished or being drained.
-    fn post_recv_empty(&self) -> Result {
-        let g = RcuGuard::new();
-        self.qp(&g).ok_or_else(econnaborted)?.post_recv(None)
     }
 
     /// `rtrs_post_rdma_write_imm_empty` on `io_comp_cqe`; ECONNABORTED

@@ -181,6 +181,7 @@ impl<D: IuDone> Iu<D> {
             addr: self.dma_addr,
             len,
             lkey,
+            two: false,
         })
     }
 

@@ -170,7 +170,7 @@ unsafe fn ib_post_recv(qp: *mut bindings::ib_qp, wr: *const bindings::ib_recv_wr
 }
 
 /// One receive ready to be posted: `len` bytes at `addr` (no SGE if `len`
-/// is 0), completing on `cqe`.
+/// is 0), completing on `cqe`; two alike in one chain if `two`.
 ///
 /// # Invariants
 ///
@@ -184,6 +184,7 @@ pub(super) struct RecvWr<'g> {
     pub(super) addr: u64,
     pub(super) len: u32,
     pub(super) lkey: u32,
+    pub(super) two: bool,
 }
 
 impl RecvWr<'_> {
@@ -221,12 +222,19 @@ impl RecvWr<'_> {
             },
             num_sge: i32::from(self.len != 0),
         };
+        // The second of a chain (`rtrs_post_recv_empty_x2`): chained
+        // backwards, as C.
+        let wr2 = bindings::ib_recv_wr {
+            next: core::ptr::addr_of!(wr).cast_mut(),
+            ..wr
+        };
+        let head = if self.two { &wr2 } else { &wr };
         let post = |qp: NonNull<bindings::ib_qp>| {
             // SAFETY: The gate is open, so `qp` is live until this returns
             // (`PostGate`); what the request names outlives it (type
-            // invariant); `wr` and `sge` live across the call, and the core
-            // copies them.
-            post_result(unsafe { ib_post_recv(qp.as_ptr(), &wr) })
+            // invariant); `wr`, `wr2` and `sge` live across the call, and
+            // the core copies them.
+            post_result(unsafe { ib_post_recv(qp.as_ptr(), head) })
         };
         if held {
             self.gate.post_held(post)
@@ -373,6 +381,13 @@ impl<C: QpOwner> Qp<C> {
     /// `rtrs_post_recv_empty`: a receive without buffer whose completion
     /// goes to `H`; ECONNABORTED once the QP is being drained.
     pub(crate) fn post_recv_empty<H: CqeHandler<Ctx = C>>(&self) -> Result {
+        self.post_recv_empty_n::<H>(false)
+    }
+
+    /// [`Qp::post_recv_empty`], or two in one post if `two`
+    /// (`rtrs_post_recv_empty_x2`).
+    #[inline(always)]
+    pub(crate) fn post_recv_empty_n<H: CqeHandler<Ctx = C>>(&self, two: bool) -> Result {
         // INVARIANT: No buffer, and the cqe is a constant whose handler
         // expects a `C`.
         RecvWr {
@@ -381,6 +396,7 @@ impl<C: QpOwner> Qp<C> {
             addr: 0,
             len: 0,
             lkey: 0,
+            two,
         }
         .post_held(self)
     }
