@@ -582,19 +582,19 @@ impl<C: IoCon> IoCtx<C> {
 
     /// The caller's callback out of a completed slot, its data list
     /// unmapped: the completion's `take_user` (the list goes back to no one).
+    /// Inline: without an unmap, only the callback is read out of the slot.
+    #[inline(always)]
     fn take_conf(&self, io: &mut ReqIo) -> Option<Confirm> {
-        let (conf, data) = io.user.take()?;
-        if let SgData::Mapped(m) = data {
-            if m.needs_unmap() {
-                m.unmap(&self.dev);
-            }
+        match &io.user {
+            Some((_, SgData::Mapped(m))) if m.needs_unmap() => self.take_user(io).map(|u| u.conf),
+            _ => io.user.take().map(|(conf, _)| conf),
         }
-        Some(conf)
     }
 
     /// `process_io_rsp` for an IO response `RtrsImm::decode` took against
     /// this path's queue depth (so `msg_id` names a slot). CQ context.
     /// `g` is the completion's read-side section, which `io` was read in.
+    #[inline]
     pub(crate) fn process_io_rsp(
         &self,
         con: &C,
@@ -610,12 +610,7 @@ impl<C: IoCon> IoCtx<C> {
             req.need_inval.store(false, Ordering::Release);
         }
         if !self.complete_rdma_req(con, g, req, errno) {
-            // A response unasked for, or a second one: C ignores it silently.
-            pr_err_rl!(
-                "{}: IO response for msg_id {} that is not in flight\n",
-                con.sess(),
-                msg_id
-            );
+            not_in_flight(con.sess(), msg_id);
         }
     }
 
@@ -632,25 +627,13 @@ impl<C: IoCon> IoCtx<C> {
             let rkey = own.mr.get().rkey;
             // The invalidation's completion takes the slot.
             own.post();
-            match self.post_inv(con, g, req, rkey) {
-                Ok(()) => return true,
-                Err(e) => {
-                    // C leaves the request hanging here; finish it. Quietly
-                    // once teardown took the QP: C's flush completes it so.
-                    if e != econnaborted() {
-                        pr_err_rl!(
-                            "{}: Send INV WR key={:#x}: {}\n",
-                            con.sess(),
-                            rkey,
-                            e.to_errno()
-                        );
-                    }
-                    req.need_inval.store(false, Ordering::Release);
-                    match req.slot.take_posted() {
-                        Some(o) => own = o,
-                        None => return true,
-                    }
+            if let Err(e) = self.post_inv(con, g, req, rkey) {
+                match inv_failed(con.sess(), req, rkey, e) {
+                    Some(o) => own = o,
+                    None => return true,
                 }
+            } else {
+                return true;
             }
         }
         let conf = self.take_conf(&mut own.io);
@@ -664,14 +647,8 @@ impl<C: IoCon> IoCtx<C> {
         if errno == 0 {
             con.stats()
                 .record_completion(read, svc, start_ns, crate::ffi::misc::ktime_get_ns());
-        }
-        if errno != 0 {
-            pr_err_rl!(
-                "{}: IO {} request failed: error={}\n",
-                con.sess(),
-                if read { "read" } else { "write" },
-                errno
-            );
+        } else {
+            io_failed(con.sess(), read, errno);
         }
         if let Some(conf) = conf {
             conf.call(errno);
@@ -736,6 +713,44 @@ impl<C: IoCon> IoCtx<C> {
         // the QP is drained, and expects a `C`.
         unsafe { qp.post_send_wr(&wr) }
     }
+}
+
+/// A response unasked for, or a second one: C ignores it silently.
+#[cold]
+fn not_in_flight(sess: &CStr, msg_id: u32) {
+    pr_err_rl!(
+        "{}: IO response for msg_id {} that is not in flight\n",
+        sess,
+        msg_id
+    );
+}
+
+/// `rtrs_err_rl` of a failed `rtrs_inv_rkey`. C leaves the request hanging
+/// here; the slot back to finish it, unless another completion took it.
+/// Quiet once teardown took the QP: C's flush completes it so.
+#[cold]
+fn inv_failed<'a, C: IoCon>(
+    sess: &CStr,
+    req: &'a Req<C>,
+    rkey: u32,
+    e: Error,
+) -> Option<SlotMut<'a, ReqOwned<C>>> {
+    if e != econnaborted() {
+        pr_err_rl!("{}: Send INV WR key={:#x}: {}\n", sess, rkey, e.to_errno());
+    }
+    req.need_inval.store(false, Ordering::Release);
+    req.slot.take_posted()
+}
+
+/// `rtrs_err_rl` of a request completed with an error.
+#[cold]
+fn io_failed(sess: &CStr, read: bool, errno: i32) {
+    pr_err_rl!(
+        "{}: IO {} request failed: error={}\n",
+        sess,
+        if read { "read" } else { "write" },
+        errno
+    );
 }
 
 /// `pr_err_rl` of a request slot already in use (a permit used twice).
