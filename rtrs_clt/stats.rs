@@ -98,7 +98,8 @@ impl PathStats {
     /// counted in this CPU's latency histogram and, with `svc` (posted
     /// under service-time), in the service-time estimate. CQ context.
     pub(crate) fn record_completion(&self, read: bool, svc: bool, start_ns: i64, now_ns: i64) {
-        let lat = u64::try_from(now_ns.saturating_sub(start_ns)).unwrap_or(0);
+        // Both are ktime (never negative): the difference cannot overflow.
+        let lat = u64::try_from(now_ns.wrapping_sub(start_ns)).unwrap_or(0);
         let dir = usize::from(!read);
         let b = lat_hist_bucket(lat).min(LAT_HIST_BUCKETS - 1);
         self.pcpu.this_cpu_add(|s| &s.lat[dir][b], 1);
