@@ -28,6 +28,7 @@ pub(super) struct IoCompDone;
 
 impl CqeHandler for IoCompDone {
     type Ctx = Con;
+    #[inline(always)]
     fn done(con: &Con, wc: &bindings::ib_wc) {
         con.rdma_done(wc, None);
     }
