@@ -594,6 +594,7 @@ impl<C: IoCon> IoCtx<C> {
     /// `process_io_rsp` for an IO response `RtrsImm::decode` took against
     /// this path's queue depth (so `msg_id` names a slot). CQ context.
     /// `g` is the completion's read-side section, which `io` was read in.
+    #[inline(always)]
     pub(crate) fn process_io_rsp(
         &self,
         con: &C,
