@@ -202,8 +202,7 @@ impl Con {
     /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again.
     fn recv_done(&self, iu: Option<RingIu<'_, RdmaDone>>) {
         let Some(iu) = iu else {
-            pr_err_rl!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
-            self.error_recovery();
+            self.recv_without_buffer();
             return;
         };
         // Through the published QP, under RCU: teardown takes it out and
@@ -215,15 +214,28 @@ impl Con {
             None => Err(econnaborted()),
         };
         drop(g);
-        match res {
-            Ok(()) => {}
-            // The QP is being drained (teardown): nothing more is posted.
-            Err(e) if e == econnaborted() => {}
-            Err(e) => {
-                pr_err_rl!("{}: post iu failed {}\n", self.sess(), e.to_errno());
-                self.error_recovery();
-            }
+        if let Err(e) = res {
+            self.post_iu_failed(e);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn recv_without_buffer(&self) {
+        pr_err_rl!("{}: receive without buffer in NEW_RKEY mode\n", self.sess());
+        self.error_recovery();
+    }
+
+    /// A receive buffer not posted again: quiet once the QP is being
+    /// drained (teardown: nothing more is posted), else error recovery.
+    #[cold]
+    #[inline(never)]
+    fn post_iu_failed(&self, e: Error) {
+        if e == econnaborted() {
+            return;
+        }
+        pr_err_rl!("{}: post iu failed {}\n", self.sess(), e.to_errno());
+        self.error_recovery();
     }
 
     /// `rtrs_clt_rkey_rsp_done`: the new rkey of a chunk, then the IO response.
