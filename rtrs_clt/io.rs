@@ -99,7 +99,7 @@ unsafe impl<C: IoCon> CqeFirst for Req<C> {
         let g = RcuGuard::new();
         if let Some(io) = con.io(&g) {
             let e = req.inv_errno.load(Ordering::Acquire);
-            let _ = io.complete_rdma_req(con, &g, req, e);
+            let _ = io.complete_rdma_req(con, &g, req, e, true);
         }
     }
 }
@@ -609,7 +609,7 @@ impl<C: IoCon> IoCtx<C> {
         if w_inval {
             req.need_inval.store(false, Ordering::Release);
         }
-        if !self.complete_rdma_req(con, g, req, errno) {
+        if !self.complete_rdma_req(con, g, req, errno, w_inval) {
             not_in_flight(con.sess(), msg_id);
         }
     }
@@ -618,13 +618,22 @@ impl<C: IoCon> IoCtx<C> {
     /// CQ context. With the MR still registered, the request completes
     /// when its local invalidation does. False if the request was not in
     /// flight. Inline in its two callers: the invalidation's completion
-    /// then saves a call and a second frame.
+    /// then saves a call and a second frame. `invalidated`: the caller
+    /// cleared `need_inval` (a posted slot's flag, which nobody sets
+    /// again until the slot is free), so it is not read back.
     #[inline(always)]
-    fn complete_rdma_req(&self, con: &C, g: &RcuGuard, req: &Req<C>, errno: i32) -> bool {
+    fn complete_rdma_req(
+        &self,
+        con: &C,
+        g: &RcuGuard,
+        req: &Req<C>,
+        errno: i32,
+        invalidated: bool,
+    ) -> bool {
         let Some(mut own) = req.slot.take_posted() else {
             return false;
         };
-        if own.io.mapped().is_some() && req.need_inval.load(Ordering::Acquire) {
+        if own.io.mapped().is_some() && !invalidated && req.need_inval.load(Ordering::Acquire) {
             req.inv_errno.store(errno, Ordering::Release);
             let rkey = own.mr.get().rkey;
             // The invalidation's completion takes the slot.
