@@ -170,7 +170,8 @@ unsafe fn ib_post_recv(qp: *mut bindings::ib_qp, wr: *const bindings::ib_recv_wr
 }
 
 /// One receive ready to be posted: `len` bytes at `addr` (no SGE if `len`
-/// is 0), completing on `cqe`; two alike in one chain if `two`.
+/// is 0), completing on `cqe`; two alike in one chain if `two`, which
+/// only a receive without buffer sets (a buffer is posted once).
 ///
 /// # Invariants
 ///
