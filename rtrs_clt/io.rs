@@ -620,7 +620,8 @@ impl<C: IoCon> IoCtx<C> {
     /// flight. Inline in its two callers: the invalidation's completion
     /// then saves a call and a second frame. `invalidated`: the caller
     /// cleared `need_inval` (a posted slot's flag, which nobody sets
-    /// again until the slot is free), so it is not read back.
+    /// again until the slot is free), so it is not read back. That trusts
+    /// the peer's W_INV, as C's `need_inval &= !w_inval` does.
     #[inline(always)]
     fn complete_rdma_req(
         &self,

@@ -178,7 +178,7 @@ unsafe fn ib_post_recv(qp: *mut bindings::ib_qp, wr: *const bindings::ib_recv_wr
 /// `cqe`, whose `done` expects the `qp_context` of `gate`'s QP, and the
 /// buffer (mapped for the device, and not read by the CPU until the
 /// receive completes) stay valid until the receive completes or the QP is
-/// drained.
+/// drained. `two` only if `len` is 0: a buffer is never posted twice.
 pub(super) struct RecvWr<'g> {
     pub(super) gate: &'g PostGate,
     pub(super) cqe: NonNull<bindings::ib_cqe>,
@@ -229,12 +229,14 @@ impl RecvWr<'_> {
             next: core::ptr::addr_of!(wr).cast_mut(),
             ..wr
         };
-        let head = if self.two { &wr2 } else { &wr };
+        let head = if self.two && self.len == 0 { &wr2 } else { &wr };
         let post = |qp: NonNull<bindings::ib_qp>| {
             // SAFETY: The gate is open, so `qp` is live until this returns
             // (`PostGate`); what the request names outlives it (type
-            // invariant); `wr`, `wr2` and `sge` live across the call, and
-            // the core copies them.
+            // invariant). `head` is `wr2` -> `wr` -> null or `wr` alone, all
+            // on this frame with `sge` across the call; the core and the
+            // driver only read them (`ib_post_recv` takes a const chain), so
+            // the pointer cast to mut is never written through.
             post_result(unsafe { ib_post_recv(qp.as_ptr(), head) })
         };
         if held {
