@@ -8,7 +8,8 @@
 //! Submission runs in the caller's context (blk-mq, may be atomic) and
 //! completion in CQ callbacks (softirq): no mutex anywhere here. A request
 //! slot belongs to the holder of permit `mem_id` until it is posted, then
-//! to the completion path until `conf` is called.
+//! to its response, and to the invalidation if the MR is still registered,
+//! until `conf` is called.
 
 use core::cell::Cell;
 use core::marker::PhantomData;
@@ -32,6 +33,7 @@ use crate::rtrs_core::proto::{
     split_at_mut_checked, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
     WireError,
 };
+use crate::rtrs_core::slot::PostTicket;
 use crate::stats::PathStats;
 
 /// What the IO path uses of the connection it posts on and completes from:
@@ -97,9 +99,12 @@ unsafe impl<C: IoCon> CqeFirst for Req<C> {
         }
         req.need_inval.store(false, Ordering::Release);
         let g = RcuGuard::new();
+        // Without `io` (teardown), the drain takes the slot.
         if let Some(io) = con.io(&g) {
-            let e = req.inv_errno.load(Ordering::Acquire);
-            let _ = io.complete_rdma_req(con, &g, req, e, true);
+            if let Some(own) = req.slot.take_invalidated() {
+                let e = req.inv_errno.load(Ordering::Acquire);
+                io.complete_rdma_req(con, &g, req, own, e, true);
+            }
         }
     }
 }
@@ -190,8 +195,10 @@ struct ReqOwned<C: IoCon> {
 /// One request slot (`struct rtrs_clt_io_req`).
 ///
 /// `slot` is free, owned by the holder of permit `mem_id` while it builds
-/// and posts the request, posted (the completion takes it), or owned by
-/// the completion or by failover after the drain (see `SlotCell`).
+/// and posts the request, posted (its response takes it, or the post's
+/// failure), invalidating (the LOCAL_INV's completion takes it), or owned
+/// by the completion or by failover after the drain (see `SlotCell` and
+/// `rtrs_core::slot`).
 ///
 /// # Invariants
 ///
@@ -511,8 +518,8 @@ impl<C: IoCon> IoCtx<C> {
             // `mr->need_inval` (false in a free slot): the server or a
             // LOCAL_INV is to invalidate the registration.
             req.need_inval.store(fr_en, Ordering::Relaxed);
-            // The completion may run as soon as the request is posted.
-            own.post();
+            // The response may come as soon as the request is posted.
+            let ticket = own.post();
             // SAFETY: `head` and the requests it chains live across the
             // call. The SGEs point into the slot's IU, and the MR
             // registered is the slot's: both live in the path's `IoCtx`,
@@ -522,7 +529,7 @@ impl<C: IoCon> IoCtx<C> {
             // expect a `C`, the context of `qp` (`IoCon::qp`).
             return match unsafe { qp.post_send_wr(head) } {
                 Ok(()) => Ok(()),
-                Err(e) => self.post_failed(con, req, a, min_inflight, e),
+                Err(e) => self.post_failed(con, req, a, min_inflight, ticket, e),
             };
         };
         self.give_back(req, own, a, e)
@@ -544,8 +551,9 @@ impl<C: IoCon> IoCtx<C> {
     }
 
     /// `ib_post_send` refused the request: the slot back from the
-    /// completion's side, unless a (bogus) response took it already, which
-    /// then completed the request and counted it.
+    /// response's side, unless a (bogus) response took it already. That
+    /// response completes the request and counts it (at once, or when the
+    /// MR's invalidation ends), so the caller hears of it only there.
     #[cold]
     fn post_failed(
         &self,
@@ -553,6 +561,7 @@ impl<C: IoCon> IoCtx<C> {
         req: &Req<C>,
         a: &ReqDesc<'_>,
         min_inflight: bool,
+        ticket: PostTicket,
         e: Error,
     ) -> Result {
         pr_err_rl!(
@@ -561,7 +570,7 @@ impl<C: IoCon> IoCtx<C> {
             rw(a.read),
             e.to_errno()
         );
-        let Some(own) = req.slot.take_posted() else {
+        let Some(own) = req.slot.take_failed_post(ticket) else {
             return Ok(());
         };
         if min_inflight {
@@ -606,46 +615,47 @@ impl<C: IoCon> IoCtx<C> {
         let Some(req) = usize::try_from(msg_id).ok().and_then(|i| self.reqs.get(i)) else {
             return;
         };
+        // Not while its MR is being invalidated: that completes it.
+        let Some(own) = req.slot.take_posted() else {
+            not_in_flight(con.sess(), msg_id);
+            return;
+        };
         if w_inval {
             req.need_inval.store(false, Ordering::Release);
         }
-        if !self.complete_rdma_req(con, g, req, errno, w_inval) {
-            not_in_flight(con.sess(), msg_id);
-        }
+        self.complete_rdma_req(con, g, req, own, errno, w_inval);
     }
 
-    /// `complete_rdma_req(req, errno, notify = true, can_wait = false)`.
-    /// CQ context. With the MR still registered, the request completes
-    /// when its local invalidation does. False if the request was not in
-    /// flight. Inline in its two callers: the invalidation's completion
-    /// then saves a call and a second frame. `invalidated`: the caller
-    /// cleared `need_inval` (a posted slot's flag, which nobody sets
-    /// again until the slot is free), so it is not read back. That trusts
-    /// the peer's W_INV, as C's `need_inval &= !w_inval` does.
+    /// `complete_rdma_req(req, errno, notify = true, can_wait = false)` of
+    /// the request in `own`, which the caller took. CQ context. With the MR
+    /// still registered, the request completes when its local invalidation
+    /// does. Inline in its two callers: the invalidation's completion then
+    /// saves a call and a second frame. `invalidated`: the caller cleared
+    /// `need_inval` (a taken slot's flag, which nobody sets again until the
+    /// slot is free), so it is not read back. That trusts the peer's W_INV,
+    /// as C's `need_inval &= !w_inval` does.
     #[inline(always)]
-    fn complete_rdma_req(
+    fn complete_rdma_req<'a>(
         &self,
         con: &C,
         g: &RcuGuard,
-        req: &Req<C>,
+        req: &'a Req<C>,
+        mut own: SlotMut<'a, ReqOwned<C>>,
         errno: i32,
         invalidated: bool,
-    ) -> bool {
-        let Some(mut own) = req.slot.take_posted() else {
-            return false;
-        };
+    ) {
         if own.io.mapped().is_some() && !invalidated && req.need_inval.load(Ordering::Acquire) {
             req.inv_errno.store(errno, Ordering::Release);
             let rkey = own.mr.get().rkey;
-            // The invalidation's completion takes the slot.
-            own.post();
+            // The invalidation's completion takes the slot; no response can.
+            own.post_inv();
             if let Err(e) = self.post_inv(con, g, req, rkey) {
                 match inv_failed(con.sess(), req, rkey, e) {
                     Some(o) => own = o,
-                    None => return true,
+                    None => return,
                 }
             } else {
-                return true;
+                return;
             }
         }
         let conf = self.take_conf(&mut own.io);
@@ -665,7 +675,6 @@ impl<C: IoCon> IoCtx<C> {
         if let Some(conf) = conf {
             conf.call(errno);
         }
-        true
     }
 
     /// `fail_all_outstanding_reqs` over the slots of a drained path: each
@@ -679,7 +688,7 @@ impl<C: IoCon> IoCtx<C> {
         mut failover: impl FnMut(&ReqDesc<'_>) -> Result,
     ) {
         for (i, req) in self.reqs.iter().enumerate() {
-            let Some(mut own) = req.slot.take_posted() else {
+            let Some(mut own) = req.slot.take_in_flight() else {
                 continue;
             };
             let user = self.take_user(&mut own.io);
@@ -751,7 +760,7 @@ fn inv_failed<'a, C: IoCon>(
         pr_err_rl!("{}: Send INV WR key={:#x}: {}\n", sess, rkey, e.to_errno());
     }
     req.need_inval.store(false, Ordering::Release);
-    req.slot.take_posted()
+    req.slot.take_invalidated()
 }
 
 /// `rtrs_err_rl` of a request completed with an error.

@@ -113,6 +113,7 @@ mod rtrs_core {
     pub mod policy;
     pub mod proto;
     pub mod ratelimit;
+    pub mod slot;
     pub mod sysfs_fmt;
 }
 

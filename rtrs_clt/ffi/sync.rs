@@ -13,7 +13,7 @@ use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
@@ -22,6 +22,7 @@ use kernel::time::msecs_to_jiffies;
 use kernel::types::Opaque;
 
 use crate::bindings;
+use crate::rtrs_core::slot::{PostTicket, SlotOwner, SlotTaker, SlotWord};
 
 /// What a wait on a [`Completion`] ended with.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -535,76 +536,104 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
     }
 }
 
-/// Data of a request slot, handed between its submitter and its completion
-/// by an atomic state instead of a lock (submission may run in atomic
-/// context and completion in softirq): whoever moved the state to OWNED
-/// has the data alone until it gives it up.
+/// Data of a request slot, handed between its submitter, its completion
+/// and its invalidation by an atomic word instead of a lock (submission
+/// may run in atomic context and completion in softirq). Who may take the
+/// slot when is `rtrs_core::slot`'s rule; whoever took it has the data
+/// alone until it hands it on.
 ///
 /// # Invariants
 ///
 /// `v` is accessed only through a [`SlotMut`], of which at most one exists
-/// at a time: one is created only by moving `state` to `OWNED`, and it
-/// moves `state` away from `OWNED` when it goes.
+/// at a time: one is created only by a successful `SlotWord::take` (the
+/// word then says `Owned`), and it moves the word away from `Owned` when
+/// it goes.
 pub(crate) struct SlotCell<T> {
-    state: AtomicU8,
+    word: SlotWord,
     v: UnsafeCell<T>,
 }
-
-const SLOT_FREE: u8 = 0;
-const SLOT_OWNED: u8 = 1;
-const SLOT_POSTED: u8 = 2;
 
 // SAFETY: `T` moves between threads with the ownership of the slot.
 unsafe impl<T: Send> Send for SlotCell<T> {}
 // SAFETY: Only one thread at a time has `&mut T` (type invariant), handed
-// over with acquire/release on `state`.
+// over with acquire/release on `word`.
 unsafe impl<T: Send> Sync for SlotCell<T> {}
 
 impl<T> SlotCell<T> {
     /// A free slot holding `v`.
     pub(crate) const fn new(v: T) -> Self {
         Self {
-            state: AtomicU8::new(SLOT_FREE),
+            word: SlotWord::new(),
             v: UnsafeCell::new(v),
         }
     }
 
-    fn take(&self, from: u8) -> Option<SlotMut<'_, T>> {
-        self.state
-            .compare_exchange(from, SLOT_OWNED, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| SlotMut { c: self })
+    #[inline]
+    fn take(&self, by: SlotTaker) -> Option<SlotMut<'_, T>> {
+        // INVARIANT: `take` succeeded, so this is the only `SlotMut`.
+        self.word.take(by).map(|own| SlotMut { c: self, own })
     }
 
     /// A free slot, for a new request (submission).
+    #[inline]
     pub(crate) fn take_free(&self) -> Option<SlotMut<'_, T>> {
-        self.take(SLOT_FREE)
+        self.take(SlotTaker::Submit)
     }
 
-    /// A posted slot, for its completion (or failover after the drain).
+    /// A posted slot, for its response.
+    #[inline]
     pub(crate) fn take_posted(&self) -> Option<SlotMut<'_, T>> {
-        self.take(SLOT_POSTED)
+        self.take(SlotTaker::Response)
+    }
+
+    /// The request of `ticket`'s post, which failed, if nothing took it.
+    pub(crate) fn take_failed_post(&self, ticket: PostTicket) -> Option<SlotMut<'_, T>> {
+        self.take(SlotTaker::PostFailed(ticket))
+    }
+
+    /// A slot whose MR is being invalidated, for the invalidation's end.
+    #[inline]
+    pub(crate) fn take_invalidated(&self) -> Option<SlotMut<'_, T>> {
+        self.take(SlotTaker::Invalidated)
+    }
+
+    /// A slot in flight (posted or invalidating), for failover once the
+    /// path's QPs are drained.
+    pub(crate) fn take_in_flight(&self) -> Option<SlotMut<'_, T>> {
+        self.take(SlotTaker::Drain)
     }
 }
 
 /// The owner of a [`SlotCell`]'s data. Dropping it frees the slot.
 pub(crate) struct SlotMut<'a, T> {
     c: &'a SlotCell<T>,
+    own: SlotOwner,
 }
 
 impl<T> SlotMut<'_, T> {
-    /// Gives the slot to the completion of the request about to be posted
-    /// (call it before posting: the completion may run at once).
-    pub(crate) fn post(self) {
-        let c = self.c;
+    /// Gives the slot to the response of the request about to be posted
+    /// (call it before posting: the response may come at once). If the post
+    /// fails, the ticket takes back this request, unless its response did.
+    #[inline]
+    pub(crate) fn post(self) -> PostTicket {
+        let (c, own) = (self.c, self.own);
         core::mem::forget(self);
-        c.state.store(SLOT_POSTED, Ordering::Release);
+        c.word.post(own)
+    }
+
+    /// Gives the slot to the completion of the LOCAL_INV about to be posted.
+    #[inline]
+    pub(crate) fn post_inv(self) {
+        let (c, own) = (self.c, self.own);
+        core::mem::forget(self);
+        c.word.post_inv(own);
     }
 }
 
 impl<T> Drop for SlotMut<'_, T> {
+    #[inline]
     fn drop(&mut self) {
-        self.c.state.store(SLOT_FREE, Ordering::Release);
+        self.c.word.free(self.own);
     }
 }
 

@@ -19,6 +19,7 @@ pub mod permit;
 pub mod policy;
 pub mod proto;
 pub mod ratelimit;
+pub mod slot;
 pub mod sysfs_fmt;
 
 #[cfg(test)]
