@@ -108,6 +108,13 @@ declare -A C_SKIP=(
 	[rkey-bad-bufid]="not run: C WARNs for each rkey response (rtrs-clt.c:562, WARN_ON(buf_id != msg_id)) and fails the requests with ECONNABORTED, seen at 96f63b0"
 	[rsp-qd-max]="not run: the C client takes queue_depth 65535 with 8 KiB chunks (its IMM cannot address them), sizes its queues for it and runs the VM out of memory (kernel panic, seen at 3009a5c)"
 )
+# For this module: a line its log must have once per write of a round
+# (alone: 8, within one burst of the rate limit), before its reads run. A
+# write's response sent twice comes while the write's MR is being
+# invalidated, or after: either way the second one is not taken for the
+# request's completion (only the invalidation's completion is), so it is
+# logged as not in flight, as a read's is.
+declare -A EXPECT_WRITES=([io-rsp-twice]="that is not in flight")
 # Cases whose fault shows only when the path reconnects: the session over
 # the hostile path alone is reconnected through sysfs once it is open.
 declare -A RECONNECT=([rsp-qd-changes]=1)
@@ -161,10 +168,37 @@ settle() {
 	tc "wait timeout_ms=60000"; tc_state
 	[ "$TC_PENDING" = 0 ] || { BAD+="$TC_PENDING requests never confirmed; "; return 1; }
 }
-# io_round <n>: n writes and n reads of 4 KiB; IO_RES is what they gave.
+# _rl_fresh <text>: the last log line with <text> is over 5 s old (the rate
+# limit's window of its call site, RATELIMIT_INTERVAL_MS, is over), by the
+# log's clock: the time of a line written now, whole seconds, a second's
+# margin.
+_rl_fresh() {
+	local last now
+	last=$(dmesg | grep -F -- "$1" | tail -n 1 | sed -E 's/^\[ *([0-9]+)\..*/\1/')
+	[ -z "$last" ] && return 0
+	now=$(kmsg_mark)
+	now=$(dmesg | grep -F -- "$now" | tail -n 1 | sed -E 's/^\[ *([0-9]+)\..*/\1/')
+	[ $(( now - last )) -ge 7 ]
+}
+# _count_since <mark> <text> <n>: at least n log lines with <text> since the mark.
+_count_since() {
+	[ "$(dmesg | awk -v m="$1" 'index($0, m) { f = 1; next } f' | grep -cF -- "$2")" -ge "$3" ]
+}
+# io_round <case> <n>: n writes and n reads of 4 KiB; IO_RES is what they
+# gave. For this module, with n within one burst of the rate limit, the
+# writes' EXPECT_WRITES lines (one per write) are waited for before the
+# reads; BAD says if some are missing.
 io_round() {
-	tc "io dir=write count=$1 len=4096 timeout_ms=8000"; tc_state; IO_RES="W ${TC_LAST#io write: }"
-	tc "io dir=read count=$1 len=4096 timeout_ms=8000"; tc_state; IO_RES+="; R ${TC_LAST#io read: }"
+	local wm="" exp=${EXPECT_WRITES[$1]:-}
+	if [ "$CL" = rs ] && [ -n "$exp" ] && [ "$2" -le 10 ]; then
+		wait_for 15 _rl_fresh "$exp" || NOTES+="log window not fresh; "
+		wm=$(kmsg_mark)
+	fi
+	tc "io dir=write count=$2 len=4096 timeout_ms=8000"; tc_state; IO_RES="W ${TC_LAST#io write: }"
+	if [ -n "$wm" ] && ! wait_for 10 _count_since "$wm" "$exp" "$2"; then
+		BAD+="$2 writes: $(dmesg | awk -v m="$wm" 'index($0, m) { f = 1; next } f' | grep -cF -- "$exp") log lines with '$exp'; "
+	fi
+	tc "io dir=read count=$2 len=4096 timeout_ms=8000"; tc_state; IO_RES+="; R ${TC_LAST#io read: }"
 }
 # hold <case> <mark> <n>: for a HOLD case, waits (bounded) until this
 # module has logged the expected line since the mark, or for C until the
@@ -200,7 +234,7 @@ run_case() {
 	pm=$m
 	if tc "open sess=ha path=ip:$H delay=1 attempts=2"; then
 		a_open=ok
-		io_round 8
+		io_round "$c" 8
 		settle ha
 		hold "$c" "$pm" 1
 		a_open+=" ($IO_RES)"
@@ -223,7 +257,7 @@ run_case() {
 	if tc "open sess=hb path=ip:$G delay=1 attempts=2"; then
 		b_add=$( { echo "ip:$H" > "$CLS/hb/add_path"; } 2>&1 ); b_add=${b_add##*write error: }
 		b_add=${b_add:-ok}
-		io_round 16
+		io_round "$c" 16
 		settle hb
 		hold "$c" "$pm" 2
 		all_ok 16 || { [ -z "$NOTES" ] && [ "${EXPECT[$c]:-}" = ok ] && BAD+="beside: IO failed; "; }
