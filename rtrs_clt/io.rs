@@ -97,11 +97,11 @@ unsafe impl<C: IoCon> CqeFirst for Req<C> {
             pr_err_rl!("{}: Failed IB_WR_LOCAL_INV: {}\n", con.sess(), msg);
             con.error_recovery();
         }
-        req.need_inval.store(false, Ordering::Release);
         let g = RcuGuard::new();
-        // Without `io` (teardown), the drain takes the slot.
+        // `io` is set until the QPs are drained, this completion with them.
         if let Some(io) = con.io(&g) {
             if let Some(own) = req.slot.take_invalidated() {
+                req.need_inval.store(false, Ordering::Release);
                 let e = req.inv_errno.load(Ordering::Acquire);
                 io.complete_rdma_req(con, &g, req, own, e, true);
             }
@@ -196,9 +196,9 @@ struct ReqOwned<C: IoCon> {
 ///
 /// `slot` is free, owned by the holder of permit `mem_id` while it builds
 /// and posts the request, posted (its response takes it, or the post's
-/// failure), invalidating (the LOCAL_INV's completion takes it), or owned
-/// by the completion or by failover after the drain (see `SlotCell` and
-/// `rtrs_core::slot`).
+/// failure), invalidating (the LOCAL_INV's completion or failed post takes
+/// it), or owned by the completion or by failover after the drain (see
+/// `SlotCell` and `rtrs_core::slot`).
 ///
 /// # Invariants
 ///
@@ -759,8 +759,9 @@ fn inv_failed<'a, C: IoCon>(
     if e != econnaborted() {
         pr_err_rl!("{}: Send INV WR key={:#x}: {}\n", sess, rkey, e.to_errno());
     }
+    let own = req.slot.take_invalidated()?;
     req.need_inval.store(false, Ordering::Release);
-    req.slot.take_invalidated()
+    Some(own)
 }
 
 /// `rtrs_err_rl` of a request completed with an error.

@@ -29,7 +29,7 @@
 //!   - `sync`: `struct completion`, RCU read sections, and the ownership
 //!     types: `RcuBox` and `RcuArray` (published to RCU readers, freed after
 //!     a grace period), `OnceBox` (set once), `SlotCell` (a request slot
-//!     handed between submitter and completion);
+//!     handed between submitter, response and invalidation);
 //!   - `percpu`: a zeroed per-CPU area (`PerCpu<T>`);
 //!   - `trace`: the trace events (system `rtrs_clt`: C's three and this
 //!     module's own);

@@ -547,7 +547,7 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
 /// `v` is accessed only through a [`SlotMut`], of which at most one exists
 /// at a time: one is created only by a successful `SlotWord::take` (the
 /// word then says `Owned`), and it moves the word away from `Owned` when
-/// it goes.
+/// it goes. Nothing else touches `word`.
 pub(crate) struct SlotCell<T> {
     word: SlotWord,
     v: UnsafeCell<T>,

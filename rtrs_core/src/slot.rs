@@ -10,7 +10,8 @@
 //! - `Owned` → `Posted` (`post`), `Invalidating` (`post_inv`) or `Free`;
 //! - `Posted` → `Owned`: its response, the post's failure with the ticket
 //!   of that post, or the drain;
-//! - `Invalidating` → `Owned`: the LOCAL_INV's completion, or the drain.
+//! - `Invalidating` → `Owned`: the LOCAL_INV's completion (or its failed
+//!   post), or the drain.
 //!
 //! A response never takes a slot whose MR is being invalidated: the request
 //! completes when the invalidation does, whatever else the peer sends.
@@ -109,13 +110,19 @@ impl SlotWord {
     /// holder wrote is visible).
     #[inline]
     pub fn take(&self, by: SlotTaker) -> Option<SlotOwner> {
-        let cur = self.0.load(Ordering::Relaxed);
-        let next = take_word(cur, by)?;
-        // A change since the load means another taker has the slot.
-        self.0
-            .compare_exchange(cur, next, Ordering::Acquire, Ordering::Relaxed)
-            .ok()?;
-        Some(SlotOwner(next))
+        let mut cur = self.0.load(Ordering::Relaxed);
+        loop {
+            let next = take_word(cur, by)?;
+            // On a change since the load (another taker, or a load older
+            // than the word), decide again on the word as it is.
+            match self
+                .0
+                .compare_exchange(cur, next, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(SlotOwner(next)),
+                Err(now) => cur = now,
+            }
+        }
     }
 
     /// What the slot is doing (a snapshot).
