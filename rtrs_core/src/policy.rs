@@ -202,6 +202,53 @@ impl PathSkipSet {
     }
 }
 
+/// The paths a policy's scan leaves out and adds its pick to: a walk's
+/// [`PathSkipSet`], or [`NoneTried`] for its first pick.
+pub trait Skip {
+    /// Whether `idx` was tried.
+    fn contains(&self, idx: usize) -> bool;
+    /// Adds `idx`; whether it was newly added.
+    fn insert(&mut self, idx: usize) -> bool;
+    /// Whether nothing was tried.
+    fn is_empty(&self) -> bool;
+}
+
+impl Skip for PathSkipSet {
+    #[inline]
+    fn contains(&self, idx: usize) -> bool {
+        PathSkipSet::contains(self, idx)
+    }
+    #[inline]
+    fn insert(&mut self, idx: usize) -> bool {
+        PathSkipSet::insert(self, idx)
+    }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        PathSkipSet::is_empty(self)
+    }
+}
+
+/// The empty skip set of a walk's first pick ([`PathIt::first_path`]): it
+/// keeps nothing, the pick is put in the walk's set by
+/// [`PathIt::resume_after`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NoneTried;
+
+impl Skip for NoneTried {
+    #[inline]
+    fn contains(&self, _: usize) -> bool {
+        false
+    }
+    #[inline]
+    fn insert(&mut self, idx: usize) -> bool {
+        idx < MAX_PATHS
+    }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        true
+    }
+}
+
 /// The paths a policy walks: `len` entries, read one at a time. The
 /// module's list is a snapshot (each entry's state and counters live); an
 /// entry that reads `None` is skipped like a path that is not CONNECTED.
@@ -322,9 +369,9 @@ pub fn rr_cursor_on_remove(cursor: &mut Option<usize>, removed: usize, new_len: 
 /// Shared scan of min-inflight and min-latency: the CONNECTED, not skipped
 /// path whose key is strictly below every earlier one and below `start`
 /// (ties go to the earlier path); it is added to `skip`.
-fn pick_min<K: Ord + Copy, P: PathViews + ?Sized>(
+fn pick_min<K: Ord + Copy, P: PathViews + ?Sized, S: Skip>(
     paths: &P,
-    skip: &mut PathSkipSet,
+    skip: &mut S,
     policy: MpPolicy,
     start: K,
     key: impl Fn(&PathView) -> K,
@@ -354,9 +401,9 @@ fn pick_min<K: Ord + Copy, P: PathViews + ?Sized>(
 /// one with the fewest requests in flight (ties: earliest in the list),
 /// which is then added to `skip`. Starts from `INT_MAX` with a strict `<`
 /// as C does, so a path at exactly `i32::MAX` is never picked.
-pub fn get_next_path_min_inflight<P: PathViews + ?Sized>(
+pub fn get_next_path_min_inflight<P: PathViews + ?Sized, S: Skip>(
     paths: &P,
-    skip: &mut PathSkipSet,
+    skip: &mut S,
 ) -> Option<usize> {
     pick_min(paths, skip, MpPolicy::MinInflight, i32::MAX, |p| p.inflight)
 }
@@ -364,9 +411,9 @@ pub fn get_next_path_min_inflight<P: PathViews + ?Sized>(
 /// `get_next_path_min_latency`: as [`get_next_path_min_inflight`], keyed by
 /// the heartbeat round trip, starting from `KTIME_MAX` (`i64::MAX`). A path
 /// without an HB_ACK yet has latency 0 and is therefore preferred.
-pub fn get_next_path_min_latency<P: PathViews + ?Sized>(
+pub fn get_next_path_min_latency<P: PathViews + ?Sized, S: Skip>(
     paths: &P,
-    skip: &mut PathSkipSet,
+    skip: &mut S,
 ) -> Option<usize> {
     pick_min(paths, skip, MpPolicy::MinLatency, i64::MAX, |p| {
         p.cur_latency_ns
@@ -428,9 +475,9 @@ impl LatencyHint {
 /// in `skip`. Otherwise the full scan runs; with `skip` empty, its pick goes
 /// to `hint.scanned`. From a scan at the current generation, the hint is
 /// the scan's own pick, so the order is C's either way.
-pub fn get_next_path_min_latency_hinted<P: PathViews + ?Sized>(
+pub fn get_next_path_min_latency_hinted<P: PathViews + ?Sized, S: Skip>(
     paths: &P,
-    skip: &mut PathSkipSet,
+    skip: &mut S,
     hint: &mut LatencyHint,
 ) -> Option<usize> {
     if let Some(h) = hint.cached.take() {
@@ -451,9 +498,9 @@ pub fn get_next_path_min_latency_hinted<P: PathViews + ?Sized>(
 /// The `service-time` policy: as [`get_next_path_min_inflight`], keyed by
 /// [`svc_time_score`] (ties: earliest in the list). Paths without a sample
 /// yet score 0 and are tried first.
-pub fn get_next_path_service_time<P: PathViews + ?Sized>(
+pub fn get_next_path_service_time<P: PathViews + ?Sized, S: Skip>(
     paths: &P,
-    skip: &mut PathSkipSet,
+    skip: &mut S,
 ) -> Option<usize> {
     pick_min(paths, skip, MpPolicy::ServiceTime, u128::MAX, |p| {
         u128::from(svc_time_score(p.svc_ns, p.inflight))
@@ -486,6 +533,7 @@ impl PathIt {
         }
     }
 
+    #[cfg(test)]
     /// The walk with min-latency's cached pick `cached` (unused by the
     /// other policies).
     pub const fn with_hint(mut self, cached: Option<usize>) -> Self {
@@ -526,14 +574,55 @@ impl PathIt {
         paths: &P,
         rr_cursor: &mut Option<usize>,
     ) -> Option<usize> {
-        match self.policy {
+        Self::step(
+            self.policy,
+            paths,
+            &mut self.skip,
+            &mut self.hint,
+            rr_cursor,
+        )
+    }
+
+    /// `it.next_path(&it)` of `policy` over the tried paths `skip`.
+    #[inline]
+    fn step<P: PathViews + ?Sized, S: Skip>(
+        policy: MpPolicy,
+        paths: &P,
+        skip: &mut S,
+        hint: &mut LatencyHint,
+        rr_cursor: &mut Option<usize>,
+    ) -> Option<usize> {
+        match policy {
             MpPolicy::Rr => get_next_path_rr(rr_cursor, paths),
-            MpPolicy::MinInflight => get_next_path_min_inflight(paths, &mut self.skip),
-            MpPolicy::MinLatency => {
-                get_next_path_min_latency_hinted(paths, &mut self.skip, &mut self.hint)
-            }
-            MpPolicy::ServiceTime => get_next_path_service_time(paths, &mut self.skip),
+            MpPolicy::MinInflight => get_next_path_min_inflight(paths, skip),
+            MpPolicy::MinLatency => get_next_path_min_latency_hinted(paths, skip, hint),
+            MpPolicy::ServiceTime => get_next_path_service_time(paths, skip),
         }
+    }
+
+    /// The first [`PathIt::next_path`] of a walk
+    /// `PathIt::new(policy).with_hint(hint.cached)`, without the walk: the
+    /// same pick, cursor and `hint` (its cached pick taken, its scan set).
+    /// [`PathIt::resume_after`] makes the walk that follows.
+    #[inline]
+    pub fn first_path<P: PathViews + ?Sized>(
+        policy: MpPolicy,
+        paths: &P,
+        rr_cursor: &mut Option<usize>,
+        hint: &mut LatencyHint,
+    ) -> Option<usize> {
+        Self::step(policy, paths, &mut NoneTried, hint, rr_cursor)
+    }
+
+    /// The walk after its first pass of [`PathIt::next_connected_path`]
+    /// picked `first` ([`PathIt::first_path`], within `paths_num`), with
+    /// `hint` as that pick left it: `first` tried, the loop at `it.i` 0.
+    pub fn resume_after(policy: MpPolicy, first: usize, hint: LatencyHint) -> Self {
+        let mut it = Self::new(policy);
+        it.skip.insert(first);
+        it.hint = hint;
+        it.started = true;
+        it
     }
 
     /// The next CONNECTED path of C's loop
@@ -614,7 +703,12 @@ pub enum Offer {
 /// Returns the path that took it, or the last error: that of an
 /// [`Offer::Abort`], else of the last [`Offer::Failed`], else
 /// `-ECONNABORTED` (no path tried it). `hint` is min-latency's cached pick
-/// in, and its new one out (see [`get_next_path_min_latency_hinted`]).
+/// in (taken), and its new one out (see [`get_next_path_min_latency_hinted`]).
+///
+/// The first pass of the walk runs without it ([`PathIt::first_path`]);
+/// the walk is made ([`PathIt::resume_after`]) only if that pass did not
+/// end it. One call site of `offer`, so that it inlines.
+#[inline]
 pub fn failover_req<P: PathViews + ?Sized>(
     policy: MpPolicy,
     paths: &P,
@@ -623,21 +717,61 @@ pub fn failover_req<P: PathViews + ?Sized>(
     hint: &mut LatencyHint,
     mut offer: impl FnMut(usize, P::Path) -> Offer,
 ) -> Result<usize, i32> {
-    let mut it = PathIt::new(policy).with_hint(hint.cached);
     let mut err = -ECONNABORTED;
-    let out = loop {
-        let Some((p, path)) = it.next_connected_path(paths, paths_num, rr_cursor) else {
-            break Err(err);
-        };
-        match offer(p, path) {
-            Offer::Posted => break Ok(p),
-            Offer::Skipped => {}
-            Offer::Failed(e) => err = e,
-            Offer::Abort(e) => break Err(e),
-        }
+    let Some(first) = PathIt::first_path(policy, paths, rr_cursor, hint) else {
+        return Err(err);
     };
+    // `it.i < paths_num` at `it.i` 0.
+    if paths_num == 0 {
+        return Err(err);
+    }
+    let mut it = None;
+    let mut next = paths.connected(first).map(|path| (first, path));
+    loop {
+        if let Some((p, path)) = next {
+            if let Some(out) = settle(offer(p, path), p, &mut err) {
+                return out;
+            }
+        }
+        next = walk_on(&mut it, policy, first, paths, paths_num, rr_cursor, hint);
+        if next.is_none() {
+            return Err(err);
+        }
+    }
+}
+
+/// The next path of [`failover_req`]'s walk after its first pass: `it`,
+/// made by the first call.
+#[cold]
+#[inline(never)]
+fn walk_on<P: PathViews + ?Sized>(
+    it: &mut Option<PathIt>,
+    policy: MpPolicy,
+    first: usize,
+    paths: &P,
+    paths_num: usize,
+    rr_cursor: &mut Option<usize>,
+    hint: &mut LatencyHint,
+) -> Option<(usize, P::Path)> {
+    let it = it.get_or_insert_with(|| PathIt::resume_after(policy, first, *hint));
+    let next = it.next_connected_path(paths, paths_num, rr_cursor);
     hint.scanned = it.scanned();
-    out
+    next
+}
+
+/// The walk after offering path `p` `o`: its verdict if it ends there;
+/// a failure's errno goes to `err`.
+#[inline]
+fn settle(o: Offer, p: usize, err: &mut i32) -> Option<Result<usize, i32>> {
+    match o {
+        Offer::Posted => Some(Ok(p)),
+        Offer::Skipped => None,
+        Offer::Failed(e) => {
+            *err = e;
+            None
+        }
+        Offer::Abort(e) => Some(Err(e)),
+    }
 }
 
 /// Whether a request counts in its path's `stats->inflight`: it does if the
@@ -1211,6 +1345,111 @@ mod tests {
                 -(round % 100 + 1)
             };
             assert_eq!(r, Err(want));
+        }
+    }
+
+    /// A whole walk from `it`: the paths handed out, and its scan to cache.
+    fn walk_from(
+        mut it: PathIt,
+        paths: &[PathView],
+        paths_num: usize,
+        cur: &mut Option<usize>,
+    ) -> (Vec<usize>, Option<usize>) {
+        let mut v = Vec::new();
+        while let Some(p) = it.next_connected(paths, paths_num, cur) {
+            v.push(p);
+        }
+        (v, it.scanned())
+    }
+
+    /// `first_path` then `resume_after` walk as the whole walk does, for
+    /// every policy: the same paths in the same order, cursor and scan;
+    /// after an offered first pick, the same walk state. `failover_req`,
+    /// which runs them, offers that order and keeps C's errnos: the
+    /// abort's, else the last failure's, else ECONNABORTED.
+    #[test]
+    fn first_pick_then_resume_is_the_whole_walk() {
+        let mut rng = Rng(0x0f15_7915_e5ed);
+        for round in 0..20_000 {
+            let n = rng.index(7);
+            let paths: Vec<_> = (0..n)
+                .map(|_| {
+                    let s = RtrsCltState::ALL[rng.index(7)];
+                    PathView::new(s, rng.index(4) as i32, rng.index(4) as i64 * 100)
+                        .with_svc_ns(rng.index(4) as u64 * 1000)
+                })
+                .collect();
+            let policy = MpPolicy::ALL[round % 4];
+            let paths_num = if rng.index(4) == 0 {
+                rng.index(n + 2)
+            } else {
+                n
+            };
+            let cached = (rng.index(3) == 0).then(|| rng.index(n + 1));
+            let cur0 = (rng.index(2) == 0).then(|| rng.index(n + 1));
+
+            let mut cur_full = cur0;
+            let it = PathIt::new(policy).with_hint(cached);
+            let (full, full_scan) = walk_from(it, &paths, paths_num, &mut cur_full);
+
+            let mut cur = cur0;
+            let mut h = LatencyHint::new(cached);
+            let first = PathIt::first_path(policy, &paths, &mut cur, &mut h);
+            let (mut split, mut scan) = (Vec::new(), h.scanned);
+            if let (Some(f), true) = (first, paths_num > 0) {
+                if paths[f].is_connected() {
+                    split.push(f);
+                    let mut one = PathIt::new(policy).with_hint(cached);
+                    let mut c = cur0;
+                    assert_eq!(one.next_connected(&paths, paths_num, &mut c), Some(f));
+                    assert_eq!(one, PathIt::resume_after(policy, f, h), "{policy:?}");
+                    assert_eq!(c, cur);
+                }
+                let it = PathIt::resume_after(policy, f, h);
+                let (rest, s) = walk_from(it, &paths, paths_num, &mut cur);
+                split.extend(rest);
+                scan = s;
+            }
+            let ctx = (policy, &paths, paths_num, cached, cur0);
+            assert_eq!(split, full, "{ctx:?}");
+            assert_eq!(cur, cur_full, "{ctx:?}");
+            assert_eq!(scan, full_scan, "{ctx:?}");
+
+            // Each path's answer; the verdict expected from the order.
+            let answers: Vec<Offer> = (0..n)
+                .map(|i| match rng.index(6) {
+                    0 => Offer::Posted,
+                    1 => Offer::Abort(-(i as i32) - 20),
+                    2 | 3 => Offer::Failed(-(i as i32) - 1),
+                    _ => Offer::Skipped,
+                })
+                .collect();
+            let (mut want, mut err, mut want_tries) = (None, -ECONNABORTED, Vec::new());
+            for &p in &full {
+                want_tries.push(p);
+                match answers[p] {
+                    Offer::Posted => want = Some(Ok(p)),
+                    Offer::Abort(e) => want = Some(Err(e)),
+                    Offer::Failed(e) => err = e,
+                    Offer::Skipped => {}
+                }
+                if want.is_some() {
+                    break;
+                }
+            }
+            let mut tries = Vec::new();
+            let mut cur = cur0;
+            let mut h = LatencyHint::new(cached);
+            let r = failover_req(policy, &paths, paths_num, &mut cur, &mut h, |p, v| {
+                assert_eq!(v, paths[p]);
+                tries.push(p);
+                answers[p]
+            });
+            assert_eq!(r, want.unwrap_or(Err(err)), "{ctx:?} {answers:?}");
+            assert_eq!(tries, want_tries, "{ctx:?}");
+            if want.is_none() {
+                assert_eq!((cur, h.scanned), (cur_full, full_scan), "{ctx:?}");
+            }
         }
     }
 
