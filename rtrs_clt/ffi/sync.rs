@@ -293,6 +293,12 @@ impl<T> Slots<T> {
             .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire))
     }
 
+    /// The first `num` slots (all of them if fewer), bounds checked once.
+    #[inline]
+    fn listed(&self, num: usize) -> &[AtomicPtr<T>] {
+        self.slots.get(..num).unwrap_or(&self.slots)
+    }
+
     /// Nulls every slot; the buffer lists nothing.
     fn clear(&self) {
         self.num.store(0, Ordering::Release);
@@ -302,40 +308,36 @@ impl<T> Slots<T> {
     }
 }
 
-/// An [`RcuArray`]'s list as one reader sees it for `'a`: the buffer that
-/// was current when it was taken, and how many entries it listed then.
+/// An [`RcuArray`]'s list as one reader sees it for `'a`: the slots that
+/// listed its entries when it was taken (of the buffer then current).
 ///
 /// # Invariants
 ///
-/// For `'a`, the first `num` slots of `buf` keep their values, and each
-/// non-null one points to an entry that is not freed: `'a` is an RCU read
-/// section or the array's writers' lock is held for it.
+/// For `'a`, the slots of `slots` keep their values, and each non-null one
+/// points to an entry that is not freed: `'a` is an RCU read section or the
+/// array's writers' lock is held for it.
 pub(crate) struct RcuSnapshot<'a, T> {
-    buf: &'a Slots<T>,
-    num: usize,
+    slots: &'a [AtomicPtr<T>],
 }
 
 impl<'a, T> RcuSnapshot<'a, T> {
     /// `paths_num` as this reader sees it.
     pub(crate) fn len(&self) -> usize {
-        self.num
+        self.slots.len()
     }
 
     /// The entry at `i`.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<ArcBorrow<'a, T>> {
-        if i >= self.num {
-            return None;
-        }
-        let p = self.buf.load(i);
-        // SAFETY: By the type invariant a non-null slot below `num` points
+        let p = self.slots.get(i)?.load(Ordering::Acquire);
+        // SAFETY: By the type invariant a non-null slot of `slots` points
         // to an entry from `Arc::into_raw` that is not freed for `'a`.
         (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) })
     }
 
     /// The entries in order, with their index.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, ArcBorrow<'a, T>)> + '_ {
-        (0..self.num).filter_map(move |i| self.get(i).map(|e| (i, e)))
+        (0..self.len()).filter_map(move |i| self.get(i).map(|e| (i, e)))
     }
 }
 
@@ -396,8 +398,7 @@ impl<T: Send + Sync, W> RcuArray<T, W> {
         // reuses the buffer, an append writes past `num`), and an entry
         // leaves the list at least a grace period before it is given up.
         RcuSnapshot {
-            buf,
-            num: buf.num.load(Ordering::Acquire),
+            slots: buf.listed(buf.num.load(Ordering::Acquire)),
         }
     }
 
@@ -450,8 +451,7 @@ impl<'a, T: Send + Sync, W> RcuArrayGuard<'a, T, W> {
         // INVARIANT: Slots and `num` change only under the writers' lock,
         // which `self` holds for as long as the snapshot borrows it.
         RcuSnapshot {
-            buf,
-            num: buf.num.load(Ordering::Acquire),
+            slots: buf.listed(buf.num.load(Ordering::Acquire)),
         }
     }
 
