@@ -167,6 +167,14 @@ impl<'a> Kvecs<'a> {
             unsafe { core::slice::from_raw_parts(v.iov_base.cast_const().cast::<u8>(), v.iov_len) }
         })
     }
+
+    /// The bytes of the only kvec, if there is exactly one (rnbd's case).
+    fn single(&self) -> Option<&'a [u8]> {
+        match self.0 {
+            [_] => self.iter().next(),
+            _ => None,
+        }
+    }
 }
 
 /// A request's user header: the caller's kvecs, or on failover the bytes
@@ -186,6 +194,10 @@ enum UsrSrc<'a> {
 impl<'a> UsrHdr<'a> {
     /// The caller's kvecs; `None` if their length overflows.
     pub(crate) fn kvecs(k: Kvecs<'a>) -> Option<Self> {
+        // One kvec is one slice: no sum, and a copy without the loop.
+        if let Some(b) = k.single() {
+            return Some(Self::bytes(b));
+        }
         let len = k.iter().try_fold(0usize, |n, b| n.checked_add(b.len()))?;
         Some(Self {
             src: UsrSrc::Kvecs(k),
