@@ -332,10 +332,27 @@ impl<C: IoCon> IoCtx<C> {
     /// the slot is free again, nothing was posted, and `a.user` holds the
     /// caller's part. `min_inflight`: `inflight` counts it
     /// (`req->mp_policy`); `svc_sample`: its latency feeds the
-    /// service-time estimate. Out of line: inlined into the session's walk,
-    /// it cost more than its call.
-    #[inline(never)]
+    /// service-time estimate. One copy per direction, out of line: inlined
+    /// into the session's walk, it cost more than its call.
+    #[inline(always)]
     pub(crate) fn submit<'g>(
+        &self,
+        con: &'g C,
+        g: &'g RcuGuard,
+        a: &ReqDesc<'_>,
+        min_inflight: bool,
+        svc_sample: bool,
+    ) -> Result {
+        if a.read {
+            self.submit_dir::<true>(con, g, a, min_inflight, svc_sample)
+        } else {
+            self.submit_dir::<false>(con, g, a, min_inflight, svc_sample)
+        }
+    }
+
+    /// `submit` for one direction: `READ` is `a.read`.
+    #[inline(never)]
+    fn submit_dir<'g, const READ: bool>(
         &self,
         con: &'g C,
         g: &'g RcuGuard,
@@ -362,7 +379,7 @@ impl<C: IoCon> IoCtx<C> {
             return Err(emsgsize());
         };
         a.usr.copy_to(usr_buf);
-        let plan = match req.chunk.plan_io_req(a.read, a.data_len, a.usr.len()) {
+        let plan = match req.chunk.plan_io_req(READ, a.data_len, a.usr.len()) {
             Ok(p) => p,
             Err(e) => return Err(io_refused(con.sess(), e)),
         };
@@ -370,7 +387,7 @@ impl<C: IoCon> IoCtx<C> {
             return Err(EINVAL);
         };
         let data = if a.sg_nents > 0 {
-            let dir = if a.read {
+            let dir = if READ {
                 bindings::dma_data_direction_DMA_FROM_DEVICE
             } else {
                 bindings::dma_data_direction_DMA_TO_DEVICE
@@ -382,7 +399,7 @@ impl<C: IoCon> IoCtx<C> {
                         conf: user.conf,
                         sg,
                     }));
-                    return Err(dma_map_failed(con.sess(), a.read));
+                    return Err(dma_map_failed(con.sess(), READ));
                 }
             }
         } else {
@@ -396,7 +413,7 @@ impl<C: IoCon> IoCtx<C> {
                 Some(m) => {
                     let nr = o.mr.map_sg(m);
                     if nr != m.count() {
-                        break 'fail fr_map_failed(con.sess(), a.read, nr);
+                        break 'fail fr_map_failed(con.sess(), READ, nr);
                     }
                     true
                 }
@@ -406,7 +423,7 @@ impl<C: IoCon> IoCtx<C> {
             let Ok(usr_len16) = u16::try_from(a.usr.len()) else {
                 break 'fail emsgsize();
             };
-            let msg_len = if a.read {
+            let msg_len = if READ {
                 let desc = RtrsSgDesc {
                     addr: mr.iova,
                     key: mr.rkey,
@@ -435,7 +452,7 @@ impl<C: IoCon> IoCtx<C> {
                 lkey: self.lkey,
             };
             let mut sges;
-            let (sg_list, num_sge, remote) = if a.read {
+            let (sg_list, num_sge, remote) = if READ {
                 let Some(r) = req.raddr.checked_add(u64::from(plan.data_off)) else {
                     break 'fail EINVAL;
                 };
@@ -468,7 +485,7 @@ impl<C: IoCon> IoCtx<C> {
             // rtrs_clt_update_all_stats, before posting: usr_len + data_len
             // (the plan's message offset), and the in-flight count.
             con.stats()
-                .update_all(a.read, u64::from(plan.msg_off), min_inflight);
+                .update_all(READ, u64::from(plan.msg_off), min_inflight);
             let mut wr = bindings::ib_rdma_wr {
                 wr: bindings::ib_send_wr {
                     next: core::ptr::null_mut(),
@@ -489,7 +506,7 @@ impl<C: IoCon> IoCtx<C> {
             // The REG_MR only with data, ahead of the write.
             let rwr;
             let head: *const bindings::ib_send_wr = if fr_en {
-                let access = if a.read {
+                let access = if READ {
                     bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
                         | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
                 } else {
