@@ -703,7 +703,8 @@ pub enum Offer {
 /// Returns the path that took it, or the last error: that of an
 /// [`Offer::Abort`], else of the last [`Offer::Failed`], else
 /// `-ECONNABORTED` (no path tried it). `hint` is min-latency's cached pick
-/// in (taken), and its new one out (see [`get_next_path_min_latency_hinted`]).
+/// in (taken), and its new one out (see [`get_next_path_min_latency_hinted`]);
+/// its `scanned` is `None` on entry, and stays so if no scan ran.
 ///
 /// The first pass of the walk runs without it ([`PathIt::first_path`]);
 /// the walk is made ([`PathIt::resume_after`]) only if that pass did not
