@@ -799,6 +799,18 @@ mod tests {
 
     use crate::test_rng::Rng;
 
+    /// `n` paths in random states, with small random inflight, latency and
+    /// service-time keys (ties are likely).
+    fn random_views(rng: &mut Rng, n: usize) -> Vec<PathView> {
+        (0..n)
+            .map(|_| {
+                let s = RtrsCltState::ALL[rng.index(7)];
+                PathView::new(s, rng.index(4) as i32, rng.index(4) as i64 * 100)
+                    .with_svc_ns(rng.index(4) as u64 * 1000)
+            })
+            .collect()
+    }
+
     /// Collects a whole walk of `PathIt`.
     fn walk(
         policy: MpPolicy,
@@ -1373,13 +1385,7 @@ mod tests {
         let mut rng = Rng(0x0f15_7915_e5ed);
         for round in 0..20_000 {
             let n = rng.index(7);
-            let paths: Vec<_> = (0..n)
-                .map(|_| {
-                    let s = RtrsCltState::ALL[rng.index(7)];
-                    PathView::new(s, rng.index(4) as i32, rng.index(4) as i64 * 100)
-                        .with_svc_ns(rng.index(4) as u64 * 1000)
-                })
-                .collect();
+            let paths = random_views(&mut rng, n);
             let policy = MpPolicy::ALL[round % 4];
             let paths_num = if rng.index(4) == 0 {
                 rng.index(n + 2)
@@ -1830,13 +1836,7 @@ mod tests {
         let mut rng = Rng(0x005e_ed0f_ca11);
         for _ in 0..3000 {
             let n = 1 + rng.index(8);
-            let paths: Vec<_> = (0..n)
-                .map(|_| {
-                    let s = RtrsCltState::ALL[rng.index(7)];
-                    PathView::new(s, rng.index(4) as i32, rng.index(4) as i64 * 100)
-                        .with_svc_ns(rng.index(4) as u64 * 1000)
-                })
-                .collect();
+            let paths = random_views(&mut rng, n);
             let policy = MpPolicy::ALL[rng.index(4)];
             let cached = (rng.index(3) == 0).then(|| rng.index(n + 1));
             let cur = (rng.index(2) == 0).then(|| rng.index(n));
