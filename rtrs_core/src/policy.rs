@@ -1456,6 +1456,15 @@ mod tests {
             assert_eq!(tries, want_tries, "{ctx:?}");
             if want.is_none() {
                 assert_eq!((cur, h.scanned), (cur_full, full_scan), "{ctx:?}");
+            } else {
+                // Stopped early: the cursor of the whole walk after as
+                // many steps.
+                let mut it = PathIt::new(policy).with_hint(cached);
+                let mut c = cur0;
+                for _ in 0..want_tries.len() {
+                    it.next_connected(&paths, paths_num, &mut c);
+                }
+                assert_eq!(cur, c, "{ctx:?} {answers:?}");
             }
         }
     }
