@@ -31,10 +31,14 @@ use crate::ffi::verbs::{
 use crate::rtrs_core::imm::{RtrsChunk, RtrsChunkLayout};
 use crate::rtrs_core::proto::{
     split_at_mut_checked, RtrsMsgRdmaRead, RtrsMsgRdmaWrite, RtrsPathParams, RtrsRbuf, RtrsSgDesc,
-    WireError,
 };
 use crate::rtrs_core::slot::PostTicket;
 use crate::stats::PathStats;
+
+mod log;
+use log::{
+    dma_map_failed, fr_map_failed, inv_failed, io_failed, io_refused, not_in_flight, rw, slot_busy,
+};
 
 /// What the IO path uses of the connection it posts on and completes from:
 /// a narrow handle, so that IO does not depend on the connection's type
@@ -750,87 +754,5 @@ impl<C: IoCon> IoCtx<C> {
         // SAFETY: The request has no SGE; `inv_cqe` lives in the slot until
         // the QP is drained, and expects a `C`.
         unsafe { qp.post_send_wr(&wr) }
-    }
-}
-
-/// A response unasked for, or a second one: C ignores it silently.
-#[cold]
-fn not_in_flight(sess: &CStr, msg_id: u32) {
-    pr_err_rl!(
-        "{}: IO response for msg_id {} that is not in flight\n",
-        sess,
-        msg_id
-    );
-}
-
-/// `rtrs_err_rl` of a failed `rtrs_inv_rkey`. C leaves the request hanging
-/// here; the slot back to finish it, unless another completion took it.
-/// Quiet once teardown took the QP: C's flush completes it so.
-#[cold]
-fn inv_failed<'a, C: IoCon>(
-    sess: &CStr,
-    req: &'a Req<C>,
-    rkey: u32,
-    e: Error,
-) -> Option<SlotMut<'a, ReqOwned<C>>> {
-    if e != econnaborted() {
-        pr_err_rl!("{}: Send INV WR key={:#x}: {}\n", sess, rkey, e.to_errno());
-    }
-    let own = req.slot.take_invalidated()?;
-    req.need_inval.store(false, Ordering::Release);
-    Some(own)
-}
-
-/// `rtrs_err_rl` of a request completed with an error.
-#[cold]
-fn io_failed(sess: &CStr, read: bool, errno: i32) {
-    pr_err_rl!(
-        "{}: IO {} request failed: error={}\n",
-        sess,
-        if read { "read" } else { "write" },
-        errno
-    );
-}
-
-/// `pr_err_rl` of a request slot already in use (a permit used twice).
-#[cold]
-fn slot_busy(sess: &CStr, mem_id: u32) -> Error {
-    pr_err_rl!("{}: request slot {} busy\n", sess, mem_id);
-    EBUSY
-}
-
-/// `rtrs_wrn` of a request too big for its chunk.
-#[cold]
-fn io_refused(sess: &CStr, e: WireError) -> Error {
-    pr_warn_rl!("{}: {}\n", sess, e);
-    e.into()
-}
-
-/// `rtrs_wrn` of a failed `ib_dma_map_sg`.
-#[cold]
-fn dma_map_failed(sess: &CStr, read: bool) -> Error {
-    pr_warn_rl!("{}: {} request failed, dma map failed\n", sess, rw(read));
-    EINVAL
-}
-
-/// `rtrs_err_rl` of a failed `rtrs_map_sg_fr`: its errno (`nr` if
-/// negative, else EINVAL: not all entries mapped).
-#[cold]
-fn fr_map_failed(sess: &CStr, read: bool, nr: c_int) -> Error {
-    let e = if nr < 0 { nr } else { EINVAL.to_errno() };
-    pr_err_rl!(
-        "{}: {} request failed, failed to map fast reg. data, err: {}\n",
-        sess,
-        rw(read),
-        e
-    );
-    Error::from_errno(e)
-}
-
-fn rw(read: bool) -> &'static str {
-    if read {
-        "Read"
-    } else {
-        "Write"
     }
 }
