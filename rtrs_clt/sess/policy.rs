@@ -20,10 +20,10 @@ use crate::ffi::verbs::SgList;
 use crate::io::{ReqDesc, UserReq};
 use crate::rtrs_core::permit::rtrs_permit_to_clt_con;
 use crate::rtrs_core::policy::{
-    counts_inflight, failover_req, pack_hint, unpack_hint, LatencyHint, MpPolicy, Offer, PathView,
-    PathViews,
+    failover_req, pack_hint, unpack_hint, LatencyHint, MpPolicy, Offer, PathView, PathViews,
+    PolicyKind, WithPolicy,
 };
-use crate::rtrs_core::proto::check_io_hdr;
+use crate::rtrs_core::proto::{check_io_hdr, WireError};
 
 use super::{PathEntry, Sess};
 
@@ -118,30 +118,47 @@ impl Sess {
     /// offers the request to the CONNECTED paths in the policy's order, each
     /// at most once, until one posts it. Never sleeps.
     /// `failover` is the path a failed-over request comes from.
+    ///
+    /// The policy is read once, here, and the walk is built per policy
+    /// (`issue_with`): each copy has only its own policy's work.
+    #[inline]
     pub(super) fn issue(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
+        MpPolicy::from_raw(self.mp_policy_raw())
+            .unwrap_or(MpPolicy::MinInflight)
+            .dispatch(Issue {
+                sess: self,
+                r,
+                failover,
+            })
+    }
+
+    /// `issue` under policy `K`.
+    #[inline(never)]
+    fn issue_with<K: PolicyKind>(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
         let sg_cnt = usize::try_from(r.sg_nents).unwrap_or(usize::MAX);
-        let policy = MpPolicy::from_raw(self.mp_policy_raw()).unwrap_or(MpPolicy::MinInflight);
+        let policy = K::POLICY;
         // Min-latency's keys change on heartbeats and state changes only,
         // so its first pick is cached across requests; the other policies'
         // keys change per request (inflight, service time) or per CPU (the
         // round-robin cursor), so they scan. The generation is read before
         // the scan; the hint word is Relaxed, as the walk checks its pick
         // CONNECTED and the generation in it rejects an old one.
-        let gen = (policy == MpPolicy::MinLatency).then(|| self.policy_gen.read());
+        let gen = matches!(policy, MpPolicy::MinLatency).then(|| self.policy_gen.read());
         let cached = gen.and_then(|g| unpack_hint(self.lat_hint.load(Ordering::Relaxed), g));
         let mut hint = LatencyHint::new(cached);
         let guard = RcuGuard::new();
         // The policies read the list as it was when the walk began (each
         // path's state, inflight and latency live, one path at a time).
+        let sample_svc = matches!(policy, MpPolicy::ServiceTime);
         let views = LiveViews {
             list: self.paths.snapshot(&guard),
-            now_ns: (policy == MpPolicy::ServiceTime).then(crate::ffi::misc::ktime_get_ns),
+            now_ns: sample_svc.then(crate::ffi::misc::ktime_get_ns),
         };
         let n = views.paths_num();
         // This CPU's round-robin cursor, which only round-robin reads: the
         // other policies neither look up the CPU nor store to the cursors'
         // shared lines.
-        let slot = (policy == MpPolicy::Rr)
+        let slot = matches!(policy, MpPolicy::Rr)
             .then(crate::ffi::misc::this_cpu_id)
             .and_then(|cpu| usize::try_from(cpu).ok())
             .and_then(|c| self.rr_cursor.get(c));
@@ -149,8 +166,6 @@ impl Sess {
             let v = c.load(Ordering::Relaxed);
             (v != usize::MAX).then_some(v)
         });
-        let counted = counts_inflight(policy);
-        let sample_svc = policy == MpPolicy::ServiceTime;
         let out = failover_req(policy, &views, n, &mut cursor, &mut hint, |_, e| {
             // CONNECTED when the walk checked it, under RCU: teardown
             // leaves CONNECTED, then waits for this section to end before
@@ -160,14 +175,13 @@ impl Sess {
                 return Offer::Skipped;
             };
             if let Err(e) = check_io_hdr(r.read, r.usr.len(), sg_cnt, io.max_hdr_size()) {
-                pr_warn_rl!("{}: {}\n", &*self.sessname, e);
-                return Offer::Abort(e.errno());
+                return Offer::Abort(self.io_hdr_refused(e));
             }
             let cid = rtrs_permit_to_clt_con(r.con_type, r.cpu_id, u32::from(shared.irq_con_num()));
             let Some(con) = usize::try_from(cid).ok().and_then(|c| path.con(c)) else {
                 return Offer::Skipped;
             };
-            match io.submit(con, &guard, r, counted, sample_svc) {
+            match io.submit(con, &guard, r, K::COUNTED, sample_svc) {
                 Ok(()) => {
                     if let Some(from) = failover {
                         shared.stats.inc_failover();
@@ -191,8 +205,18 @@ impl Sess {
         out.map(|_| ()).map_err(Error::from_errno)
     }
 
+    /// `rtrs_wrn` of a request whose header does not fit the path's
+    /// `max_hdr_size`: its errno.
+    #[cold]
+    #[inline(never)]
+    fn io_hdr_refused(&self, e: WireError) -> i32 {
+        pr_warn_rl!("{}: {}\n", &*self.sessname, e);
+        e.errno()
+    }
+
     /// The `rtrs_clt_failover` trace event: a request left `from` for `to`,
-    /// or for no path (`err` < 0).
+    /// or for no path (`err` < 0). Out of line: only failover calls it.
+    #[inline(never)]
     fn trace_failover(&self, from: &PathShared, to: &[u8], err: i32) {
         if trace::on(trace::Kind::Failover) {
             trace::emit(&trace::Event::Failover {
@@ -202,5 +226,21 @@ impl Sess {
                 err,
             });
         }
+    }
+}
+
+/// `Sess::issue`'s arguments, run with the policy as a type.
+struct Issue<'a, 'r> {
+    sess: &'a Sess,
+    r: &'a ReqDesc<'r>,
+    failover: Option<&'a PathShared>,
+}
+
+impl WithPolicy for Issue<'_, '_> {
+    type Out = Result;
+
+    #[inline(always)]
+    fn run<K: PolicyKind>(self) -> Result {
+        self.sess.issue_with::<K>(self.r, self.failover)
     }
 }

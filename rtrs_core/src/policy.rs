@@ -584,7 +584,8 @@ impl PathIt {
     }
 
     /// `it.next_path(&it)` of `policy` over the tried paths `skip`.
-    #[inline]
+    // Always inline: with a constant `policy` only its scan is built.
+    #[inline(always)]
     fn step<P: PathViews + ?Sized, S: Skip>(
         policy: MpPolicy,
         paths: &P,
@@ -604,7 +605,7 @@ impl PathIt {
     /// `PathIt::new(policy).with_hint(hint.cached)`, without the walk: the
     /// same pick, cursor and `hint` (its cached pick taken, its scan set).
     /// [`PathIt::resume_after`] makes the walk that follows.
-    #[inline]
+    #[inline(always)]
     pub fn first_path<P: PathViews + ?Sized>(
         policy: MpPolicy,
         paths: &P,
@@ -708,8 +709,9 @@ pub enum Offer {
 ///
 /// The first pass of the walk runs without it ([`PathIt::first_path`]);
 /// the walk is made ([`PathIt::resume_after`]) only if that pass did not
-/// end it. One call site of `offer`, so that it inlines.
-#[inline]
+/// end it. One call site of `offer`, so that it inlines; inlined always,
+/// so that a constant `policy` ([`PolicyKind`]) leaves only its scan.
+#[inline(always)]
 pub fn failover_req<P: PathViews + ?Sized>(
     policy: MpPolicy,
     paths: &P,
@@ -784,6 +786,65 @@ pub const fn counts_inflight(policy: MpPolicy) -> bool {
     matches!(policy, MpPolicy::MinInflight | MpPolicy::ServiceTime)
 }
 
+/// A multipath policy as a type: code generic over it is built once per
+/// policy ([`MpPolicy::dispatch`]), each copy with only its policy's scan
+/// and none of the others' tests. The rules stay the runtime ones, given
+/// [`PolicyKind::POLICY`].
+pub trait PolicyKind {
+    /// The policy.
+    const POLICY: MpPolicy;
+    /// Whether its requests count in `inflight` ([`counts_inflight`]).
+    const COUNTED: bool = counts_inflight(Self::POLICY);
+}
+
+/// The policies as types ([`PolicyKind`]).
+pub mod kind {
+    use super::{MpPolicy, PolicyKind};
+
+    /// [`MpPolicy::Rr`].
+    pub enum Rr {}
+    /// [`MpPolicy::MinInflight`].
+    pub enum MinInflight {}
+    /// [`MpPolicy::MinLatency`].
+    pub enum MinLatency {}
+    /// [`MpPolicy::ServiceTime`].
+    pub enum ServiceTime {}
+
+    impl PolicyKind for Rr {
+        const POLICY: MpPolicy = MpPolicy::Rr;
+    }
+    impl PolicyKind for MinInflight {
+        const POLICY: MpPolicy = MpPolicy::MinInflight;
+    }
+    impl PolicyKind for MinLatency {
+        const POLICY: MpPolicy = MpPolicy::MinLatency;
+    }
+    impl PolicyKind for ServiceTime {
+        const POLICY: MpPolicy = MpPolicy::ServiceTime;
+    }
+}
+
+/// What runs with the policy as a type ([`MpPolicy::dispatch`]).
+pub trait WithPolicy {
+    /// What it gives.
+    type Out;
+    /// Runs it with policy `K`.
+    fn run<K: PolicyKind>(self) -> Self::Out;
+}
+
+impl MpPolicy {
+    /// Runs `w` with this policy as a type: the one branch on the policy.
+    #[inline(always)]
+    pub fn dispatch<W: WithPolicy>(self, w: W) -> W::Out {
+        match self {
+            MpPolicy::Rr => w.run::<kind::Rr>(),
+            MpPolicy::MinInflight => w.run::<kind::MinInflight>(),
+            MpPolicy::MinLatency => w.run::<kind::MinLatency>(),
+            MpPolicy::ServiceTime => w.run::<kind::ServiceTime>(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -851,6 +912,22 @@ mod tests {
         }
         assert_eq!(MpPolicy::from_raw(4), None);
         assert_eq!(MpPolicy::from_raw(-1), None);
+    }
+
+    /// [`MpPolicy::dispatch`]'s probe: the policy as a type, read back.
+    struct Probe;
+    impl WithPolicy for Probe {
+        type Out = (MpPolicy, bool);
+        fn run<K: PolicyKind>(self) -> (MpPolicy, bool) {
+            (K::POLICY, K::COUNTED)
+        }
+    }
+
+    #[test]
+    fn policy_kinds_match_policies() {
+        for p in MpPolicy::ALL {
+            assert_eq!(p.dispatch(Probe), (p, counts_inflight(p)));
+        }
     }
 
     #[test]
@@ -1454,6 +1531,21 @@ mod tests {
             });
             assert_eq!(r, want.unwrap_or(Err(err)), "{ctx:?} {answers:?}");
             assert_eq!(tries, want_tries, "{ctx:?}");
+            // The same walk with the policy as a type (the module's way).
+            let mut walk = KindWalk {
+                paths: &paths,
+                paths_num,
+                cur: cur0,
+                hint: LatencyHint::new(cached),
+                answers: &answers,
+                tries: Vec::new(),
+            };
+            let rk = policy.dispatch(&mut walk);
+            assert_eq!(
+                (rk, &walk.tries, walk.cur, walk.hint.scanned),
+                (r, &tries, cur, h.scanned),
+                "{ctx:?} {answers:?}"
+            );
             if want.is_none() {
                 assert_eq!((cur, h.scanned), (cur_full, full_scan), "{ctx:?}");
             } else {
@@ -1466,6 +1558,34 @@ mod tests {
                 }
                 assert_eq!(cur, c, "{ctx:?} {answers:?}");
             }
+        }
+    }
+
+    /// [`failover_req`] run by a [`WithPolicy`], with `K::POLICY`.
+    struct KindWalk<'a> {
+        paths: &'a [PathView],
+        paths_num: usize,
+        cur: Option<usize>,
+        hint: LatencyHint,
+        answers: &'a [Offer],
+        tries: Vec<usize>,
+    }
+    impl WithPolicy for &mut KindWalk<'_> {
+        type Out = Result<usize, i32>;
+        fn run<K: PolicyKind>(self) -> Result<usize, i32> {
+            let (answers, tries) = (self.answers, &mut self.tries);
+            let (paths, n) = (self.paths, self.paths_num);
+            failover_req(
+                K::POLICY,
+                paths,
+                n,
+                &mut self.cur,
+                &mut self.hint,
+                |p, _| {
+                    tries.push(p);
+                    answers[p]
+                },
+            )
         }
     }
 

@@ -1,10 +1,10 @@
 #!/bin/bash
 # Two paths of one rnbd session over this module: the policies read from the
 # stats (round-robin spreads evenly, min-inflight avoids a loaded path),
-# 1000 mpath_policy flips during IO leave inflight at 0, the heartbeat finds
-# a silent peer (netem loss 100%) and the path comes back by itself,
-# max_reconnect_attempts=2 gives up ("disconnected") until a sysfs
-# reconnect, and `rdma link del` under a connected path fails its IO over
+# 1337 mpath_policy flips over the 4 policies during IO leave inflight at 0,
+# the heartbeat finds a silent peer (netem loss 100%) and the path comes
+# back by itself, max_reconnect_attempts=2 gives up ("disconnected")
+# until a sysfs reconnect, and `rdma link del` under a connected path fails its IO over
 # without a hang. In the quick tier also this module's latency_hist and
 # service-time, briefly (tests/vm/59-beyond-c.sh checks them in full).
 # Path 1 is path 1 of the tests/lib-mp.sh topology (netem delays it and
@@ -25,7 +25,7 @@ ts() { echo "# [+${SECONDS}s] $*"; echo "rtrs-test: 57 [+${SECONDS}s] $*" > /dev
 # The volume of each tier (if, not by_tier: a process costs about 0.3 s
 # under TCG, 0.5 s in this test): the seconds of verified IO for the
 # round-robin shares (T_RR) within a run (T_RRF) that then carries the flips,
-# for service-time and min-inflight; the flips of each of the 3 policies.
+# for service-time and min-inflight; the flips of each of the 4 policies.
 if [ "$RTRS_TIER" = quick ]; then
 	# Path 2 over the VM's own rxe_eth0 (lib-mp.sh MP_LOOP).
 	# shellcheck disable=SC2034 # MP_LOOP is read by lib-mp.sh
@@ -159,7 +159,7 @@ fi
 ts "path 1 back"
 
 # --- round-robin: equal paths get shares within 10%; then, during the same
-# verified IO, 1000 mpath_policy flips (301 in the quick tier) ----------------
+# verified IO, 1337 mpath_policy flips (401 in the quick tier) ----------------
 policy round-robin; pol=$POL
 shares_start
 run_io "$T_RRF" & fpid=$!
@@ -169,7 +169,11 @@ shares_start
 _sleep "$T_RR"
 shares_end
 for (( i = 0; i < NFLIP; i++ )); do
-	echo round-robin > $cls/mpath_policy; echo min-inflight > $cls/mpath_policy; echo min-latency > $cls/mpath_policy
+	# Each policy issues through its own copy of the walk, and the two
+	# that count inflight (min-inflight, service-time) hand over to those
+	# that do not: inflight must still come back to 0.
+	echo round-robin > $cls/mpath_policy; echo min-inflight > $cls/mpath_policy
+	echo min-latency > $cls/mpath_policy; echo service-time > $cls/mpath_policy
 done
 if kill -0 $fpid 2>/dev/null; then during=yes; else during=no; fi
 echo min-inflight > $cls/mpath_policy
@@ -179,7 +183,7 @@ tot=$(( D1 + D2 )) rr_pct=0
 tap_if "round-robin: path shares within 10% over ${T_RR} s of IO (path1 $D1, path2 $D2, fio rc $rc, '$pol')" \
 	eval "[ '$pol' = 'round-robin (RR: 0)' ] && [ $rc -eq 0 ] && [ $tot -gt 0 ] && [ \$(( ($D1 - $D2) * 100 / $tot )) -le 10 ] && [ \$(( ($D2 - $D1) * 100 / $tot )) -le 10 ]"
 inflight
-tap_if "$(( NFLIP * 3 + 1 )) mpath_policy flips during that verified IO (fio still running after them: $during): fio rc $rc, inflight back to 0 ($INFL, over $NINFL paths)" \
+tap_if "$(( NFLIP * 4 + 1 )) mpath_policy flips during that verified IO (fio still running after them: $during): fio rc $rc, inflight back to 0 ($INFL, over $NINFL paths)" \
 	eval "[ $rc -eq 0 ] && [ $NINFL -eq 2 ] && [ $INFL -eq 0 ]"
 ts "round-robin and flips done"
 
