@@ -114,13 +114,10 @@ impl Sess {
         self.issue(&r, None)
     }
 
-    /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`):
-    /// offers the request to the CONNECTED paths in the policy's order, each
-    /// at most once, until one posts it. Never sleeps.
+    /// The loop of `rtrs_clt_request` (and of `rtrs_clt_failover_req`)
+    /// under the session's policy, read once here: `issue_with`, of which
+    /// there is one copy per policy, each with only its policy's work.
     /// `failover` is the path a failed-over request comes from.
-    ///
-    /// The policy is read once, here, and the walk is built per policy
-    /// (`issue_with`): each copy has only its own policy's work.
     #[inline]
     pub(super) fn issue(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
         MpPolicy::from_raw(self.mp_policy_raw())
@@ -132,7 +129,9 @@ impl Sess {
             })
     }
 
-    /// `issue` under policy `K`.
+    /// `issue` under policy `K`: offers the request to the CONNECTED paths
+    /// in the policy's order, each at most once, until one posts it. Never
+    /// sleeps.
     #[inline(never)]
     fn issue_with<K: PolicyKind>(&self, r: &ReqDesc<'_>, failover: Option<&PathShared>) -> Result {
         let sg_cnt = usize::try_from(r.sg_nents).unwrap_or(usize::MAX);
@@ -205,7 +204,7 @@ impl Sess {
         out.map(|_| ()).map_err(Error::from_errno)
     }
 
-    /// `rtrs_wrn` of a request whose header does not fit the path's
+    /// `rtrs_wrn_rl` of a request whose header does not fit the path's
     /// `max_hdr_size`: its errno.
     #[cold]
     #[inline(never)]
@@ -215,7 +214,8 @@ impl Sess {
     }
 
     /// The `rtrs_clt_failover` trace event: a request left `from` for `to`,
-    /// or for no path (`err` < 0). Out of line: only failover calls it.
+    /// or for no path (`err` < 0). Cold: only failover calls it.
+    #[cold]
     #[inline(never)]
     fn trace_failover(&self, from: &PathShared, to: &[u8], err: i32) {
         if trace::on(trace::Kind::Failover) {

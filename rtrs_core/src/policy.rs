@@ -1581,7 +1581,8 @@ mod tests {
                 n,
                 &mut self.cur,
                 &mut self.hint,
-                |p, _| {
+                |p, v| {
+                    assert_eq!(v, paths[p]);
                     tries.push(p);
                     answers[p]
                 },
