@@ -3,17 +3,12 @@
 //! The IO path's log lines: cold, rate-limited (completions log from
 //! softirq), each with the errno its caller returns.
 
-use core::sync::atomic::Ordering;
-
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 
 use crate::ffi::error::econnaborted;
 use crate::ffi::log::{pr_err_rl, pr_warn_rl};
-use crate::ffi::sync::SlotMut;
 use crate::rtrs_core::proto::WireError;
-
-use super::{IoCon, Req, ReqOwned};
 
 /// A response unasked for, or a second one: C ignores it silently.
 #[cold]
@@ -25,22 +20,13 @@ pub(super) fn not_in_flight(sess: &CStr, msg_id: u32) {
     );
 }
 
-/// `rtrs_err_rl` of a failed `rtrs_inv_rkey`. C leaves the request hanging
-/// here; the slot back to finish it, unless another completion took it.
-/// Quiet once teardown took the QP: C's flush completes it so.
+/// `rtrs_err_rl` of a failed `rtrs_inv_rkey` (C then leaves the request
+/// hanging). Quiet once teardown took the QP: C's flush completes it so.
 #[cold]
-pub(super) fn inv_failed<'a, C: IoCon>(
-    sess: &CStr,
-    req: &'a Req<C>,
-    rkey: u32,
-    e: Error,
-) -> Option<SlotMut<'a, ReqOwned<C>>> {
+pub(super) fn inv_failed(sess: &CStr, rkey: u32, e: Error) {
     if e != econnaborted() {
         pr_err_rl!("{}: Send INV WR key={:#x}: {}\n", sess, rkey, e.to_errno());
     }
-    let own = req.slot.take_invalidated()?;
-    req.need_inval.store(false, Ordering::Release);
-    Some(own)
 }
 
 /// `rtrs_err_rl` of a request completed with an error.

@@ -671,10 +671,14 @@ impl<C: IoCon> IoCtx<C> {
             // The invalidation's completion takes the slot; no response can.
             own.post_inv();
             if let Err(e) = self.post_inv(con, g, req, rkey) {
-                match inv_failed(con.sess(), req, rkey, e) {
-                    Some(o) => own = o,
-                    None => return,
-                }
+                inv_failed(con.sess(), rkey, e);
+                // The slot back to finish the request, unless another
+                // completion took it.
+                let Some(o) = req.slot.take_invalidated() else {
+                    return;
+                };
+                req.need_inval.store(false, Ordering::Release);
+                own = o;
             } else {
                 return;
             }
