@@ -38,8 +38,9 @@ impl Con {
     /// `rtrs_clt_rdma_done`: IO responses (IMM or, with NEW_RKEY, the
     /// RKEY_RSP send), heartbeats, server invalidations, and errors, which go
     /// to error recovery. Softirq for IRQ connections: no locks, no sleep.
-    /// Inline: the dispatch alone, so that a server invalidation's receive
-    /// saves no registers.
+    /// Inline, also into the receive ring's CQE trampoline: the dispatch
+    /// alone, each kind of receive its own call, so that a server
+    /// invalidation's receive saves no registers before its repost.
     #[inline(always)]
     fn rdma_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
         if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
@@ -54,7 +55,13 @@ impl Con {
                 // Key invalidations from the server, or RKEY_RSP.
                 path.reset_hb_missed();
                 if path.new_rkey.load(Ordering::Acquire) {
-                    self.new_rkey_recv_done(wc, iu);
+                    let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
+                    match (wc.wc_flags & inval != 0, iu) {
+                        (true, Some(iu)) => self.recv_done(iu),
+                        (false, Some(iu)) => self.rkey_rsp_done(wc, iu),
+                        (true, None) => self.recv_without_buffer(),
+                        (false, None) => self.rkey_rsp_without_buffer(),
+                    }
                 }
             }
             bindings::ib_wc_opcode_IB_WC_RDMA_WRITE => {}
@@ -77,17 +84,6 @@ impl Con {
     #[inline(never)]
     fn unexpected_wc(&self, op: bindings::ib_wc_opcode) {
         pr_warn_rl!("{}: Unexpected WC type: {}\n", self.sess(), op);
-    }
-
-    /// A NEW_RKEY mode receive: the server's invalidation, or RKEY_RSP.
-    #[inline(never)]
-    fn new_rkey_recv_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
-        let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
-        if wc.wc_flags & inval != 0 {
-            self.recv_done(iu);
-        } else {
-            self.rkey_rsp_done(wc, iu);
-        }
     }
 
     /// `rtrs_clt_rdma_done` of IB_WC_RECV_RDMA_WITH_IMM: an IO response or
@@ -121,7 +117,10 @@ impl Con {
                 self.hb_done(hb);
                 if path.new_rkey.load(Ordering::Acquire) {
                     drop(g);
-                    self.recv_done(iu);
+                    match iu {
+                        Some(iu) => self.recv_done(iu),
+                        None => self.recv_without_buffer(),
+                    }
                     return;
                 }
                 false
@@ -200,11 +199,8 @@ impl Con {
     }
 
     /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again.
-    fn recv_done(&self, iu: Option<RingIu<'_, RdmaDone>>) {
-        let Some(iu) = iu else {
-            self.recv_without_buffer();
-            return;
-        };
+    #[inline(never)]
+    fn recv_done(&self, iu: RingIu<'_, RdmaDone>) {
         // Through the published QP, under RCU: teardown takes it out and
         // waits for this section before it drains, so the post needs no
         // count (`RingIu::post_recv_on`).
@@ -238,14 +234,17 @@ impl Con {
         self.error_recovery();
     }
 
+    #[cold]
+    #[inline(never)]
+    fn rkey_rsp_without_buffer(&self) {
+        pr_err_rl!("{}: rkey response without buffer\n", self.sess());
+        self.error_recovery();
+    }
+
     /// `rtrs_clt_rkey_rsp_done`: the new rkey of a chunk, then the IO response.
-    fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: Option<RingIu<'_, RdmaDone>>) {
+    #[inline(never)]
+    fn rkey_rsp_done(&self, wc: &bindings::ib_wc, iu: RingIu<'_, RdmaDone>) {
         let path = self.path();
-        let Some(iu) = iu else {
-            pr_err_rl!("{}: rkey response without buffer\n", self.sess());
-            self.error_recovery();
-            return;
-        };
         let len = usize::try_from(wc.byte_len).unwrap_or(usize::MAX);
         let msg = match iu.data_for_cpu().get(..len).map(RtrsMsgRkeyRsp::decode) {
             Some(Ok(m)) => m,
@@ -295,7 +294,7 @@ impl Con {
         }
         drop(g);
         iu.sync_for_device();
-        self.recv_done(Some(iu));
+        self.recv_done(iu);
     }
 
     /// `rtrs_send_hb_ack`: an empty RDMA_WRITE_WITH_IMM carrying HB_ACK on
@@ -372,6 +371,7 @@ pub(crate) struct RdmaDone;
 
 impl RingDone for RdmaDone {
     type Ctx = Con;
+    #[inline(always)]
     fn done(con: &Con, iu: Option<RingIu<'_, Self>>, wc: &bindings::ib_wc) {
         con.rdma_done(wc, iu);
     }
