@@ -4,6 +4,7 @@
 //! its completions come back on.
 
 use core::marker::PhantomData;
+use core::num::NonZeroU32;
 use core::pin::Pin;
 use core::ptr::NonNull;
 
@@ -171,18 +172,26 @@ impl<D: IuDone> Iu<D> {
 
     /// A receive into the whole buffer, to be posted through `gate`.
     pub(super) fn recv_wr<'g>(&self, gate: &'g PostGate, lkey: u32) -> Result<RecvWr<'g>> {
-        let len = u32::try_from(self.size).map_err(|_| EINVAL)?;
-        if len == 0 {
-            return Err(EINVAL);
-        }
-        Ok(RecvWr {
+        Ok(self.recv_wr_len(gate, lkey, recv_len(self.size)?))
+    }
+
+    /// [`Iu::recv_wr`] with the length [`recv_len`] gave, checked
+    /// once for a buffer posted again and again.
+    #[inline(always)]
+    pub(super) fn recv_wr_len<'g>(
+        &self,
+        gate: &'g PostGate,
+        lkey: u32,
+        len: NonZeroU32,
+    ) -> RecvWr<'g> {
+        RecvWr {
             gate,
-            cqe: NonNull::new(self.cqe_ptr()).ok_or(EINVAL)?,
+            cqe: NonNull::from(&self.cqe).cast(),
             addr: self.dma_addr,
-            len,
+            len: len.get(),
             lkey,
             two: false,
-        })
+        }
     }
 
     /// The buffer's DMA address.
@@ -237,4 +246,13 @@ impl<D: IuDone> Drop for Iu<D> {
             ));
         };
     }
+}
+
+/// A buffer's size as a receive's length: EINVAL if it is 0 or does not
+/// fit a `u32`.
+pub(super) fn recv_len(size: usize) -> Result<NonZeroU32> {
+    u32::try_from(size)
+        .ok()
+        .and_then(NonZeroU32::new)
+        .ok_or(EINVAL)
 }

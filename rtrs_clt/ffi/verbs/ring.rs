@@ -3,6 +3,7 @@
 //! A connection's QP with its CQ and receive buffers ([`QpRing`]).
 
 use core::marker::PhantomData;
+use core::num::NonZeroU32;
 use core::pin::Pin;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -12,9 +13,9 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use super::cq::Cq;
-use super::iu::{Iu, IuDone};
+use super::iu::{recv_len, Iu, IuDone};
 use super::pd_pool::DevRef;
-use super::qp::{qp_event_handler, PostGate, Qp, QpOwner, QpSizes, RecvWr};
+use super::qp::{qp_event_handler, PostGate, Qp, QpOwner, QpSizes};
 use crate::bindings;
 
 /// What runs when a receive into a [`QpRing`]'s buffer completes; it may
@@ -57,6 +58,8 @@ struct RingState {
     /// The gate of the ring's QP, the only QP the buffer is posted on.
     gate: Arc<PostGate>,
     held: AtomicBool,
+    /// The buffer's size as a receive's length, checked once.
+    len: NonZeroU32,
 }
 
 impl<D: RingDone> IuDone for Ring<D> {
@@ -97,11 +100,13 @@ impl<D: RingDone> RingIus<D> {
     /// `rtrs_iu_alloc(n, size, DMA_FROM_DEVICE)`.
     pub(crate) fn alloc(dev: &DevRef, n: usize, size: usize) -> Result<Self> {
         let gate = PostGate::new()?;
+        let len = recv_len(size)?;
         let mut ius = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             let state = RingState {
                 gate: gate.clone(),
                 held: AtomicBool::new(false),
+                len,
             };
             let iu = Iu::alloc_with(
                 dev,
@@ -141,7 +146,7 @@ impl<D: RingDone> RingIu<'_, D> {
         // order of `QpRing`), nothing reads it until the receive completes
         // (`self` is consumed: no `data_for_cpu` borrow is left), and its
         // cqe expects the `qp_context` of that QP, whose gate this is.
-        let res = iu.recv_wr(&iu.state.gate, lkey).and_then(RecvWr::post);
+        let res = iu.recv_wr_len(&iu.state.gate, lkey, iu.state.len).post();
         if res.is_err() {
             iu.state.held.store(false, Ordering::Release);
         }
@@ -160,8 +165,8 @@ impl<D: RingDone> RingIu<'_, D> {
         // INVARIANT: as in `post_recv`; `post_held` checks that the gate is
         // `ring`'s QP's.
         let res = iu
-            .recv_wr(&iu.state.gate, ring.lkey)
-            .and_then(|wr| wr.post_held(&ring.qp));
+            .recv_wr_len(&iu.state.gate, ring.lkey, iu.state.len)
+            .post_held(&ring.qp);
         if res.is_err() {
             iu.state.held.store(false, Ordering::Release);
         }
