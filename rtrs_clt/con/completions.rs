@@ -234,6 +234,7 @@ impl Con {
         self.error_recovery();
     }
 
+    /// `rtrs_clt_rkey_rsp_done` without its buffer.
     #[cold]
     #[inline(never)]
     fn rkey_rsp_without_buffer(&self) {

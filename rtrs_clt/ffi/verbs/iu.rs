@@ -175,8 +175,10 @@ impl<D: IuDone> Iu<D> {
         Ok(self.recv_wr_len(gate, lkey, recv_len(self.size)?))
     }
 
-    /// [`Iu::recv_wr`] with the length [`recv_len`] gave, checked
-    /// once for a buffer posted again and again.
+    /// [`Iu::recv_wr`] with the length [`recv_len`] gave for this
+    /// buffer's size, checked once for a buffer posted again and again:
+    /// `len` must be exactly that (a longer one would let the device
+    /// write past the buffer).
     #[inline(always)]
     pub(super) fn recv_wr_len<'g>(
         &self,
@@ -184,6 +186,7 @@ impl<D: IuDone> Iu<D> {
         lkey: u32,
         len: NonZeroU32,
     ) -> RecvWr<'g> {
+        debug_assert_eq!(usize::try_from(len.get()).ok(), Some(self.size));
         RecvWr {
             gate,
             cqe: NonNull::from(&self.cqe).cast(),

@@ -54,6 +54,8 @@ const _: () = {
 /// and clear otherwise: it is set only by a `compare_exchange` from clear
 /// (`QpRing::post_ring_recv`), and cleared by the completion of a failed
 /// or flushed receive, or by the `RingIu` that held it unless it posted it.
+/// `len` is the buffer's size (`recv_len` of it): a repost receives into
+/// the whole buffer and no further.
 struct RingState {
     /// The gate of the ring's QP, the only QP the buffer is posted on.
     gate: Arc<PostGate>,
@@ -103,6 +105,8 @@ impl<D: RingDone> RingIus<D> {
         let len = recv_len(size)?;
         let mut ius = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
+            // INVARIANT: `len` is `size`'s, the size of the buffer allocated
+            // with this state.
             let state = RingState {
                 gate: gate.clone(),
                 held: AtomicBool::new(false),
