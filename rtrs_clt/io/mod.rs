@@ -685,16 +685,21 @@ impl<C: IoCon> IoCtx<C> {
         }
         let conf = self.take_conf(&mut own.io);
         let io = &own.io;
-        let (min_inflight, svc, read, start_ns) =
-            (io.min_inflight, io.svc_sample, io.read, io.start_ns);
-        if min_inflight {
+        if io.min_inflight {
             con.stats().dec_inflight();
         }
-        drop(own);
+        // Counted before the slot is released: its fields are read in place.
+        let read = io.read;
         if errno == 0 {
-            con.stats()
-                .record_completion(read, svc, start_ns, crate::ffi::misc::ktime_get_ns());
-        } else {
+            con.stats().record_completion(
+                read,
+                io.svc_sample,
+                io.start_ns,
+                crate::ffi::misc::ktime_get_ns(),
+            );
+        }
+        drop(own);
+        if errno != 0 {
             io_failed(con.sess(), read, errno);
         }
         if let Some(conf) = conf {
