@@ -57,7 +57,7 @@ impl Con {
                 if path.new_rkey.load(Ordering::Acquire) {
                     let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
                     match (wc.wc_flags & inval != 0, iu) {
-                        (true, Some(iu)) => self.recv_done(iu),
+                        (true, Some(iu)) => self.recv_done(iu, RcuGuard::new()),
                         (false, Some(iu)) => self.rkey_rsp_done(wc, iu),
                         (true, None) => self.recv_without_buffer(),
                         (false, None) => self.rkey_rsp_without_buffer(),
@@ -116,10 +116,12 @@ impl Con {
             Ok(hb @ (RtrsImm::HbMsg | RtrsImm::HbAck)) => {
                 self.hb_done(hb);
                 if path.new_rkey.load(Ordering::Acquire) {
-                    drop(g);
                     match iu {
-                        Some(iu) => self.recv_done(iu),
-                        None => self.recv_without_buffer(),
+                        Some(iu) => self.recv_done(iu, g),
+                        None => {
+                            drop(g);
+                            self.recv_without_buffer();
+                        }
                     }
                     return;
                 }
@@ -198,13 +200,13 @@ impl Con {
         }
     }
 
-    /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again.
+    /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again, in
+    /// the caller's read-side section `g`, which it ends.
     #[inline(never)]
-    fn recv_done(&self, iu: RingIu<'_, RdmaDone>) {
+    fn recv_done(&self, iu: RingIu<'_, RdmaDone>, g: RcuGuard) {
         // Through the published QP, under RCU: teardown takes it out and
         // waits for this section before it drains, so the post needs no
         // count (`RingIu::post_recv_on`).
-        let g = RcuGuard::new();
         let res = match self.qp(&g) {
             Some(ring) => iu.post_recv_on(ring),
             None => Err(econnaborted()),
@@ -288,14 +290,10 @@ impl Con {
                 self.error_recovery();
                 return;
             }
-            io.set_rkey(msg.buf_id, msg.rkey);
-            if let Some((errno, w_inval)) = rsp {
-                io.process_io_rsp(self, &g, msg_id, errno, w_inval);
-            }
+            io.process_rkey_rsp(self, &g, msg_id, msg.rkey, rsp);
         }
-        drop(g);
         iu.sync_for_device();
-        self.recv_done(iu);
+        self.recv_done(iu, g);
     }
 
     /// `rtrs_send_hb_ack`: an empty RDMA_WRITE_WITH_IMM carrying HB_ACK on

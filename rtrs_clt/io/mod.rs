@@ -323,13 +323,6 @@ impl<C: IoCon> IoCtx<C> {
         self.max_hdr_size
     }
 
-    /// A new rkey for chunk `buf_id` (NEW_RKEY mode).
-    pub(crate) fn set_rkey(&self, buf_id: u16, rkey: u32) {
-        if let Some(r) = self.reqs.get(usize::from(buf_id)) {
-            r.rkey.store(rkey, Ordering::Release);
-        }
-    }
-
     /// `rtrs_clt_init_req` + `rtrs_clt_read_req`/`rtrs_clt_write_req` on
     /// `con`: fills the slot, maps the data, registers the MR if there is
     /// data, and posts; the completion owns the slot from then on. On error
@@ -633,9 +626,50 @@ impl<C: IoCon> IoCtx<C> {
         errno: i32,
         w_inval: bool,
     ) {
-        let Some(req) = usize::try_from(msg_id).ok().and_then(|i| self.reqs.get(i)) else {
+        if let Some(req) = self.req(msg_id) {
+            self.process_req_rsp(con, g, req, msg_id, errno, w_inval);
+        }
+    }
+
+    /// An RKEY_RSP (NEW_RKEY mode) whose `buf_id` was checked to be
+    /// `msg_id`: the chunk's new rkey, then the IO response it carries, if
+    /// any (`rsp`: its errno and W_INV), with one look-up of the slot.
+    /// CQ context, as [`IoCtx::process_io_rsp`].
+    #[inline(always)]
+    pub(crate) fn process_rkey_rsp(
+        &self,
+        con: &C,
+        g: &RcuGuard,
+        msg_id: u32,
+        rkey: u32,
+        rsp: Option<(i32, bool)>,
+    ) {
+        let Some(req) = self.req(msg_id) else {
             return;
         };
+        req.rkey.store(rkey, Ordering::Release);
+        if let Some((errno, w_inval)) = rsp {
+            self.process_req_rsp(con, g, req, msg_id, errno, w_inval);
+        }
+    }
+
+    /// The slot `msg_id` names, if it names one.
+    #[inline(always)]
+    fn req(&self, msg_id: u32) -> Option<&Req<C>> {
+        usize::try_from(msg_id).ok().and_then(|i| self.reqs.get(i))
+    }
+
+    /// [`IoCtx::process_io_rsp`] of slot `req`, which `msg_id` names.
+    #[inline(always)]
+    fn process_req_rsp(
+        &self,
+        con: &C,
+        g: &RcuGuard,
+        req: &Req<C>,
+        msg_id: u32,
+        errno: i32,
+        w_inval: bool,
+    ) {
         // Not while its MR is being invalidated: that completes it.
         let Some(own) = req.slot.take_posted() else {
             not_in_flight(con.sess(), msg_id);
