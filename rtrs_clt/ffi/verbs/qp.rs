@@ -34,7 +34,7 @@ use crate::ffi::error::econnaborted;
 /// count the posts in progress (each between its `fetch_add` and its
 /// `fetch_sub` in `post`); `GATE_CLOSED` is set by the first `close` and
 /// never cleared. `close` is called only by `Qp::drain`, which takes the
-/// `Qp` by `&mut`: a post made while a `&Qp` is borrowed (`post_held`)
+/// `Qp` by `&mut`: a post made while a `&Qp` is borrowed (`closed_held`)
 /// cannot overlap it, and is not counted.
 pub(super) struct PostGate {
     pub(super) qp: AtomicPtr<bindings::ib_qp>,
@@ -74,19 +74,14 @@ impl PostGate {
         res
     }
 
-    /// [`PostGate::post`] for a caller that borrows the gate's `Qp` (which
-    /// keeps `close` away, see the invariants): no count, the closed bit
-    /// only read.
+    /// Whether a drain has begun, for a caller that borrows the gate's `Qp`
+    /// (which keeps `close` away, see the invariants) and posts on it
+    /// uncounted, with the `Qp`'s own copy of the QP pointer.
     #[inline(always)]
-    fn post_held(&self, post: impl FnOnce(NonNull<bindings::ib_qp>) -> Result) -> Result {
+    fn closed_held(&self) -> bool {
         // Relaxed: a `close` that this could see happened before the `&mut`
         // drain ended, which happened before the borrow this runs under.
-        if self.state.load(Ordering::Relaxed) & GATE_CLOSED != 0 {
-            return Err(econnaborted());
-        }
-        NonNull::new(self.qp.load(Ordering::Acquire))
-            .ok_or(EINVAL)
-            .and_then(post)
+        self.state.load(Ordering::Relaxed) & GATE_CLOSED != 0
     }
 
     /// Closes the gate and waits until no post is in progress: every
@@ -191,21 +186,23 @@ pub(super) struct RecvWr<'g> {
 impl RecvWr<'_> {
     /// `ib_post_recv`, through the gate, counted.
     pub(super) fn post(self) -> Result {
-        self.post_with(false)
+        self.post_with(None)
     }
 
     /// `ib_post_recv` by the borrower of `qp`, whose gate must be this
-    /// request's: not counted ([`PostGate::post_held`]).
+    /// request's: not counted ([`PostGate::closed_held`]).
     #[inline(always)]
     pub(super) fn post_held<C: QpOwner>(self, qp: &Qp<C>) -> Result {
         if !core::ptr::eq(self.gate, &*qp.gate) {
             return Err(EINVAL);
         }
-        self.post_with(true)
+        self.post_with(Some(qp.ib_qp))
     }
 
+    /// Posts through the gate, counted, or with `held`, the QP of a
+    /// borrowed `Qp` whose gate this is, not counted.
     #[inline(always)]
-    fn post_with(self, held: bool) -> Result {
+    fn post_with(self, held: Option<NonNull<bindings::ib_qp>>) -> Result {
         let mut sge = bindings::ib_sge {
             addr: self.addr,
             length: self.len,
@@ -239,10 +236,10 @@ impl RecvWr<'_> {
             // the pointer cast to mut is never written through.
             post_result(unsafe { ib_post_recv(qp.as_ptr(), head) })
         };
-        if held {
-            self.gate.post_held(post)
-        } else {
-            self.gate.post(post)
+        match held {
+            Some(_) if self.gate.closed_held() => Err(econnaborted()),
+            Some(qp) => post(qp),
+            None => self.gate.post(post),
         }
     }
 }
@@ -252,14 +249,15 @@ impl RecvWr<'_> {
 /// # Invariants
 ///
 /// `gate` is the gate of a `Qp` borrowed for this value's life (so posts
-/// are not counted, see `PostGate::post_held`). `wr` points to a valid
-/// chain until `post` returns (for RDMA opcodes,
+/// are not counted, see `PostGate::closed_held`), and `qp` that `Qp`'s QP.
+/// `wr` points to a valid chain until `post` returns (for RDMA opcodes,
 /// the `wr` members of `ib_rdma_wr`s, for REG_MR of an `ib_reg_wr`); every
 /// buffer and cqe it names (each cqe's `done` expects the `qp_context` of
 /// `gate`'s QP) stays valid until the request completes or the QP is
 /// drained.
 struct SendWr<'g> {
     gate: &'g PostGate,
+    qp: NonNull<bindings::ib_qp>,
     wr: *const bindings::ib_send_wr,
 }
 
@@ -267,12 +265,13 @@ impl SendWr<'_> {
     /// `ib_post_send`, through the gate.
     #[inline(always)]
     fn post(self) -> Result {
-        self.gate.post_held(|qp| {
-            // SAFETY: The gate is open, so `qp` is live until this returns
-            // (`PostGate`); the chain by the type invariant; the core copies
-            // it.
-            post_result(unsafe { ib_post_send(qp.as_ptr(), self.wr) })
-        })
+        if self.gate.closed_held() {
+            return Err(econnaborted());
+        }
+        // SAFETY: The gate is open, so the QP is live until this returns
+        // (`PostGate`); the chain by the type invariant; the core copies
+        // it.
+        post_result(unsafe { ib_post_send(self.qp.as_ptr(), self.wr) })
     }
 }
 
@@ -311,13 +310,16 @@ pub(super) unsafe extern "C" fn qp_event_handler<C: QpOwner>(
 ///
 /// # Invariants
 ///
-/// `gate`'s QP is `cm_id->qp`, live until `drop`; `cm_id`, the CQ and the
-/// `C` given to `QpRing::create` outlive this value; `qp_context` is that
-/// `C`. `drained` is set only after an `ib_drain_qp` that began with the
+/// `gate`'s QP is `cm_id->qp` and `ib_qp`, live until `drop`; `cm_id`, the
+/// CQ and the `C` given to `QpRing::create` outlive this value;
+/// `qp_context` is that `C`. `drained` is set only after an `ib_drain_qp` that began with the
 /// gate closed. The QP is drained before it is destroyed, so every request
 /// posted on it has completed (or was flushed) by then.
 pub(crate) struct Qp<C: QpOwner> {
     pub(super) gate: Arc<PostGate>,
+    /// `gate`'s QP, for posts by a borrower: read without the gate's load
+    /// and null test.
+    pub(super) ib_qp: NonNull<bindings::ib_qp>,
     pub(super) cm_id: NonNull<bindings::rdma_cm_id>,
     pub(super) drained: AtomicBool,
     pub(super) _owner: PhantomData<*const C>,
@@ -358,6 +360,7 @@ impl<C: QpOwner> Qp<C> {
         // INVARIANT: The caller's guarantee.
         SendWr {
             gate: &self.gate,
+            qp: self.ib_qp,
             wr,
         }
         .post()
@@ -373,10 +376,9 @@ impl<C: QpOwner> Qp<C> {
         if self.drained.load(Ordering::Acquire) {
             return;
         }
-        let qp = self.gate.qp.load(Ordering::Acquire);
         // SAFETY: By the type invariant the QP is live (not destroyed
         // before drop) and its CQ outlives it.
-        unsafe { bindings::ib_drain_qp(qp) };
+        unsafe { bindings::ib_drain_qp(self.ib_qp.as_ptr()) };
         // INVARIANT: the gate was closed before this drain began.
         self.drained.store(true, Ordering::Release);
     }
@@ -427,6 +429,7 @@ impl<C: QpOwner> Qp<C> {
         // handler expects a `C`.
         SendWr {
             gate: &self.gate,
+            qp: self.ib_qp,
             wr: core::ptr::addr_of!(wr).cast(),
         }
         .post()
@@ -482,6 +485,7 @@ impl<C: QpOwner> Qp<C> {
         // `iu` (buffer and cqe, whose `done` expects a `C`) alive.
         SendWr {
             gate: &self.gate,
+            qp: self.ib_qp,
             wr: &wr,
         }
         .post()

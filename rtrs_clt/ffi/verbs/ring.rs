@@ -159,7 +159,7 @@ impl<D: RingDone> RingIu<'_, D> {
 
     /// [`RingIu::post_recv`] by a borrower of `ring`, which must be the
     /// buffer's own (EINVAL otherwise): not counted by the gate
-    /// ([`PostGate::post_held`]), as `ring` keeps its drain away.
+    /// ([`PostGate`]), as `ring` keeps its drain away.
     pub(crate) fn post_recv_on<C: QpOwner>(self, ring: &QpRing<C, D>) -> Result
     where
         D: RingDone<Ctx = C>,
@@ -250,9 +250,11 @@ impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
         // `attr` is valid for the call.
         let qp =
             from_err_ptr(unsafe { bindings::rtrs_rs_rdma_create_qp(cm_id, dev.pd(), &mut attr) })?;
-        // No fallible step from here on: the QP is owned by the `Qp` below
-        // (the helper returns `id->qp`, never NULL, or an ERR_PTR).
-        ring.gate.qp.store(qp, Ordering::Release);
+        // The helper returns `id->qp`, never NULL, or an ERR_PTR: a NULL
+        // would be no QP, nothing to destroy.
+        let qp = NonNull::new(qp).ok_or(EINVAL)?;
+        // No fallible step from here on: the QP is owned by the `Qp` below.
+        ring.gate.qp.store(qp.as_ptr(), Ordering::Release);
         // INVARIANT: created just above with `owner` as its context; the
         // caller guarantees the cm id and the owner, and `cq` is dropped
         // after the QP (field order). The ring is new: nothing posted yet,
@@ -260,6 +262,7 @@ impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
         Ok(Self {
             qp: Qp {
                 gate: ring.gate,
+                ib_qp: qp,
                 cm_id: cm,
                 drained: AtomicBool::new(false),
                 _owner: PhantomData,
