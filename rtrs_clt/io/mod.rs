@@ -722,18 +722,16 @@ impl<C: IoCon> IoCtx<C> {
         if io.min_inflight {
             con.stats().dec_inflight();
         }
-        // Counted before the slot is released: its fields are read in place.
-        let read = io.read;
         if errno == 0 {
-            con.stats().record_completion(
-                read,
-                io.svc_sample,
-                io.start_ns,
-                crate::ffi::misc::ktime_get_ns(),
-            );
-        }
-        drop(own);
-        if errno != 0 {
+            // Counted before the slot is released, its fields read in place
+            // after the clock (none held across the call).
+            let now = crate::ffi::misc::ktime_get_ns();
+            con.stats()
+                .record_completion(io.read, io.svc_sample, io.start_ns, now);
+            drop(own);
+        } else {
+            let read = io.read;
+            drop(own);
             io_failed(con.sess(), read, errno);
         }
         if let Some(conf) = conf {
