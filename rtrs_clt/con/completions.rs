@@ -57,7 +57,7 @@ impl Con {
                 if path.new_rkey.load(Ordering::Acquire) {
                     let inval = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as kernel::ffi::c_int;
                     match (wc.wc_flags & inval != 0, iu) {
-                        (true, Some(iu)) => self.recv_done(iu, RcuGuard::new()),
+                        (true, Some(iu)) => self.recv_done(iu),
                         (false, Some(iu)) => self.rkey_rsp_done(wc, iu),
                         (true, None) => self.recv_without_buffer(),
                         (false, None) => self.rkey_rsp_without_buffer(),
@@ -117,7 +117,7 @@ impl Con {
                 self.hb_done(hb);
                 if path.new_rkey.load(Ordering::Acquire) {
                     match iu {
-                        Some(iu) => self.recv_done(iu, g),
+                        Some(iu) => self.recv_done_in(iu, g),
                         None => {
                             drop(g);
                             self.recv_without_buffer();
@@ -200,10 +200,23 @@ impl Con {
         }
     }
 
-    /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again, in
-    /// the caller's read-side section `g`, which it ends.
+    /// `rtrs_clt_recv_done`: posts the NEW_RKEY receive buffer again. Its
+    /// own read-side section begins here, not in the ring's trampoline,
+    /// which then saves no registers for it.
     #[inline(never)]
-    fn recv_done(&self, iu: RingIu<'_, RdmaDone>, g: RcuGuard) {
+    fn recv_done(&self, iu: RingIu<'_, RdmaDone>) {
+        self.repost_recv(iu, RcuGuard::new());
+    }
+
+    /// [`Con::recv_done`] in the caller's read-side section `g`, which it
+    /// ends: one section for a receive's processing and its repost.
+    #[inline(never)]
+    fn recv_done_in(&self, iu: RingIu<'_, RdmaDone>, g: RcuGuard) {
+        self.repost_recv(iu, g);
+    }
+
+    #[inline(always)]
+    fn repost_recv(&self, iu: RingIu<'_, RdmaDone>, g: RcuGuard) {
         // Through the published QP, under RCU: teardown takes it out and
         // waits for this section before it drains, so the post needs no
         // count (`RingIu::post_recv_on`).
@@ -293,7 +306,7 @@ impl Con {
             io.process_rkey_rsp(self, &g, msg_id, msg.rkey, rsp);
         }
         iu.sync_for_device();
-        self.recv_done(iu, g);
+        self.recv_done_in(iu, g);
     }
 
     /// `rtrs_send_hb_ack`: an empty RDMA_WRITE_WITH_IMM carrying HB_ACK on
