@@ -23,7 +23,8 @@ use crate::ffi::error::econnaborted;
 
 /// Who may post on a QP, shared by the QP and its ring's receive buffers:
 /// the QP, and a gate that is open from the QP's creation until its drain
-/// begins. Every post goes through [`PostGate::post`], so nothing is posted
+/// begins. Every post goes through it ([`PostGate::post`], or
+/// [`HeldQp::post`] under a borrow of the `Qp`), so nothing is posted
 /// once a drain has started, and a drain waits for the posts that passed
 /// the gate before it closed: everything posted is flushed by the drain.
 ///
@@ -34,7 +35,7 @@ use crate::ffi::error::econnaborted;
 /// count the posts in progress (each between its `fetch_add` and its
 /// `fetch_sub` in `post`); `GATE_CLOSED` is set by the first `close` and
 /// never cleared. `close` is called only by `Qp::drain`, which takes the
-/// `Qp` by `&mut`: a post made while a `&Qp` is borrowed (`closed_held`)
+/// `Qp` by `&mut`: a post made while a `&Qp` is borrowed ([`HeldQp`])
 /// cannot overlap it, and is not counted.
 pub(super) struct PostGate {
     pub(super) qp: AtomicPtr<bindings::ib_qp>,
@@ -74,16 +75,6 @@ impl PostGate {
         res
     }
 
-    /// Whether a drain has begun, for a caller that borrows the gate's `Qp`
-    /// (which keeps `close` away, see the invariants) and posts on it
-    /// uncounted, with the `Qp`'s own copy of the QP pointer.
-    #[inline(always)]
-    fn closed_held(&self) -> bool {
-        // Relaxed: a `close` that this could see happened before the `&mut`
-        // drain ended, which happened before the borrow this runs under.
-        self.state.load(Ordering::Relaxed) & GATE_CLOSED != 0
-    }
-
     /// Closes the gate and waits until no post is in progress: every
     /// request posted on the QP is on it when this returns. Process context.
     fn close(&self) {
@@ -93,6 +84,33 @@ impl PostGate {
         while self.state.load(Ordering::Acquire) != GATE_CLOSED {
             bindings::rtrs_rs_msleep(1);
         }
+    }
+}
+
+/// The gate and the QP of a borrowed [`Qp`], for posts that the borrow
+/// keeps its drain away from: not counted, the gate's closed bit only read
+/// (see [`PostGate`]'s invariants).
+///
+/// # Invariants
+///
+/// `qp` is `gate`'s QP, and a `Qp` with this gate is borrowed for `'q`:
+/// the QP is live and `close` does not run while this value exists.
+#[derive(Clone, Copy)]
+pub(super) struct HeldQp<'q> {
+    gate: &'q PostGate,
+    qp: NonNull<bindings::ib_qp>,
+}
+
+impl HeldQp<'_> {
+    /// Runs `post` with the QP, unless a drain has begun (ECONNABORTED).
+    #[inline(always)]
+    fn post(self, post: impl FnOnce(NonNull<bindings::ib_qp>) -> Result) -> Result {
+        // Relaxed: a `close` that this could see happened before the `&mut`
+        // drain ended, which happened before the borrow this runs under.
+        if self.gate.state.load(Ordering::Relaxed) & GATE_CLOSED != 0 {
+            return Err(econnaborted());
+        }
+        post(self.qp)
     }
 }
 
@@ -190,19 +208,19 @@ impl RecvWr<'_> {
     }
 
     /// `ib_post_recv` by the borrower of `qp`, whose gate must be this
-    /// request's: not counted ([`PostGate::closed_held`]).
+    /// request's: not counted ([`HeldQp`]).
     #[inline(always)]
     pub(super) fn post_held<C: QpOwner>(self, qp: &Qp<C>) -> Result {
         if !core::ptr::eq(self.gate, &*qp.gate) {
             return Err(EINVAL);
         }
-        self.post_with(Some(qp.ib_qp))
+        self.post_with(Some(qp.held()))
     }
 
-    /// Posts through the gate, counted, or with `held`, the QP of a
-    /// borrowed `Qp` whose gate this is, not counted.
+    /// Posts through the gate, counted, or through `held`, whose gate this
+    /// is, not counted.
     #[inline(always)]
-    fn post_with(self, held: Option<NonNull<bindings::ib_qp>>) -> Result {
+    fn post_with(self, held: Option<HeldQp<'_>>) -> Result {
         let mut sge = bindings::ib_sge {
             addr: self.addr,
             length: self.len,
@@ -228,8 +246,8 @@ impl RecvWr<'_> {
         };
         let head = if self.two && self.len == 0 { &wr2 } else { &wr };
         let post = |qp: NonNull<bindings::ib_qp>| {
-            // SAFETY: The gate is open, so `qp` is live until this returns
-            // (`PostGate`); what the request names outlives it (type
+            // SAFETY: The gate is open, so its QP `qp` is live until this
+            // returns (`PostGate`, or `HeldQp` for a held post); what the request names outlives it (type
             // invariant). `head` is `wr2` -> `wr` -> null or `wr` alone, all
             // on this frame with `sge` across the call; the core and the
             // driver only read them (`ib_post_recv` takes a const chain), so
@@ -237,8 +255,7 @@ impl RecvWr<'_> {
             post_result(unsafe { ib_post_recv(qp.as_ptr(), head) })
         };
         match held {
-            Some(_) if self.gate.closed_held() => Err(econnaborted()),
-            Some(qp) => post(qp),
+            Some(h) => h.post(post),
             None => self.gate.post(post),
         }
     }
@@ -248,30 +265,28 @@ impl RecvWr<'_> {
 ///
 /// # Invariants
 ///
-/// `gate` is the gate of a `Qp` borrowed for this value's life (so posts
-/// are not counted, see `PostGate::closed_held`), and `qp` that `Qp`'s QP.
-/// `wr` points to a valid chain until `post` returns (for RDMA opcodes,
+/// `qp` is a `Qp` borrowed for this value's life (so posts are not
+/// counted, see [`HeldQp`]). `wr` points to a valid chain until `post`
+/// returns (for RDMA opcodes,
 /// the `wr` members of `ib_rdma_wr`s, for REG_MR of an `ib_reg_wr`); every
 /// buffer and cqe it names (each cqe's `done` expects the `qp_context` of
 /// `gate`'s QP) stays valid until the request completes or the QP is
 /// drained.
 struct SendWr<'g> {
-    gate: &'g PostGate,
-    qp: NonNull<bindings::ib_qp>,
+    qp: HeldQp<'g>,
     wr: *const bindings::ib_send_wr,
 }
 
 impl SendWr<'_> {
-    /// `ib_post_send`, through the gate.
+    /// `ib_post_send`, unless the QP is being drained.
     #[inline(always)]
     fn post(self) -> Result {
-        if self.gate.closed_held() {
-            return Err(econnaborted());
-        }
-        // SAFETY: The gate is open, so the QP is live until this returns
-        // (`PostGate`); the chain by the type invariant; the core copies
-        // it.
-        post_result(unsafe { ib_post_send(self.qp.as_ptr(), self.wr) })
+        self.qp.post(|qp| {
+            // SAFETY: The gate is open, so its QP `qp` is live until this
+            // returns (`HeldQp`); the chain by the type invariant; the core
+            // copies it.
+            post_result(unsafe { ib_post_send(qp.as_ptr(), self.wr) })
+        })
     }
 }
 
@@ -359,11 +374,21 @@ impl<C: QpOwner> Qp<C> {
     pub(crate) unsafe fn post_send_wr(&self, wr: *const bindings::ib_send_wr) -> Result {
         // INVARIANT: The caller's guarantee.
         SendWr {
-            gate: &self.gate,
-            qp: self.ib_qp,
+            qp: self.held(),
             wr,
         }
         .post()
+    }
+
+    /// The gate and the QP, for posts under this borrow.
+    #[inline(always)]
+    fn held(&self) -> HeldQp<'_> {
+        // INVARIANT: `ib_qp` is the gate's QP (type invariant), and `self`
+        // is borrowed for the result's life.
+        HeldQp {
+            gate: &self.gate,
+            qp: self.ib_qp,
+        }
     }
 
     /// `ib_drain_qp`: closes the gate, then moves the QP to error and waits
@@ -428,8 +453,7 @@ impl<C: QpOwner> Qp<C> {
         // across the call, without SGE, and its cqe is a constant whose
         // handler expects a `C`.
         SendWr {
-            gate: &self.gate,
-            qp: self.ib_qp,
+            qp: self.held(),
             wr: core::ptr::addr_of!(wr).cast(),
         }
         .post()
@@ -484,8 +508,7 @@ impl<C: QpOwner> Qp<C> {
         // INVARIANT: `wr` and `sge` live across the call; the caller keeps
         // `iu` (buffer and cqe, whose `done` expects a `C`) alive.
         SendWr {
-            gate: &self.gate,
-            qp: self.ib_qp,
+            qp: self.held(),
             wr: &wr,
         }
         .post()
