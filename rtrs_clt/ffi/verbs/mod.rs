@@ -17,8 +17,8 @@
 //!
 //! The files: `ib_client` (the client), `cqe` (completions and their
 //! trampolines), `pd_pool` (`DevPool`, `DevRef`), `cq`, `sg` (a caller's
-//! scatterlist and its mapping), `mr`, `iu`, `qp` (`Qp`, its `PostGate`
-//! and work requests) and `ring` (`QpRing`).
+//! scatterlist and its mapping), `mr`, `iu`, `qp` (`Qp`, its `PostGate`,
+//! `HeldQp` and work requests) and `ring` (`QpRing`).
 
 mod cq;
 mod cqe;

@@ -217,8 +217,8 @@ impl RecvWr<'_> {
         self.post_with(Some(qp.held()))
     }
 
-    /// Posts through the gate, counted, or through `held`, whose gate this
-    /// is, not counted.
+    /// Posts through the gate, counted, or through `held`, not counted;
+    /// `held`'s gate must be this request's (`post_held` checks it).
     #[inline(always)]
     fn post_with(self, held: Option<HeldQp<'_>>) -> Result {
         let mut sge = bindings::ib_sge {
@@ -246,9 +246,11 @@ impl RecvWr<'_> {
         };
         let head = if self.two && self.len == 0 { &wr2 } else { &wr };
         let post = |qp: NonNull<bindings::ib_qp>| {
-            // SAFETY: The gate is open, so its QP `qp` is live until this
-            // returns (`PostGate`, or `HeldQp` for a held post); what the request names outlives it (type
-            // invariant). `head` is `wr2` -> `wr` -> null or `wr` alone, all
+            // SAFETY: `qp` is the QP of this request's gate (`post_held`
+            // checked a held post's gate), live until this returns: by the
+            // open gate's count (`PostGate`), or for a held post by the
+            // borrow of its `Qp` (`HeldQp`). What the request names outlives
+            // it (type invariant). `head` is `wr2` -> `wr` -> null or `wr` alone, all
             // on this frame with `sge` across the call; the core and the
             // driver only read them (`ib_post_recv` takes a const chain), so
             // the pointer cast to mut is never written through.
@@ -265,15 +267,14 @@ impl RecvWr<'_> {
 ///
 /// # Invariants
 ///
-/// `qp` is a `Qp` borrowed for this value's life (so posts are not
-/// counted, see [`HeldQp`]). `wr` points to a valid chain until `post`
-/// returns (for RDMA opcodes,
-/// the `wr` members of `ib_rdma_wr`s, for REG_MR of an `ib_reg_wr`); every
-/// buffer and cqe it names (each cqe's `done` expects the `qp_context` of
-/// `gate`'s QP) stays valid until the request completes or the QP is
-/// drained.
-struct SendWr<'g> {
-    qp: HeldQp<'g>,
+/// `qp` is the [`HeldQp`] of a `Qp` borrowed for this value's life (so
+/// posts are not counted). `wr` points to a valid chain until `post`
+/// returns (for RDMA opcodes, the `wr` members of `ib_rdma_wr`s, for
+/// REG_MR of an `ib_reg_wr`); every buffer and cqe it names (each cqe's
+/// `done` expects the `qp_context` of that QP) stays valid until the
+/// request completes or the QP is drained.
+struct SendWr<'q> {
+    qp: HeldQp<'q>,
     wr: *const bindings::ib_send_wr,
 }
 
@@ -282,9 +283,9 @@ impl SendWr<'_> {
     #[inline(always)]
     fn post(self) -> Result {
         self.qp.post(|qp| {
-            // SAFETY: The gate is open, so its QP `qp` is live until this
-            // returns (`HeldQp`); the chain by the type invariant; the core
-            // copies it.
+            // SAFETY: `qp` is live while its `Qp` is borrowed (`HeldQp`),
+            // and the gate was open; the chain by the type invariant; the
+            // core copies it.
             post_result(unsafe { ib_post_send(qp.as_ptr(), self.wr) })
         })
     }

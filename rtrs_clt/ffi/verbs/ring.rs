@@ -257,8 +257,9 @@ impl<C: QpOwner, D: RingDone<Ctx = C>> QpRing<C, D> {
         ring.gate.qp.store(qp.as_ptr(), Ordering::Release);
         // INVARIANT: created just above with `owner` as its context; the
         // caller guarantees the cm id and the owner, and `cq` is dropped
-        // after the QP (field order). The ring is new: nothing posted yet,
-        // and its buffers carry this gate.
+        // after the QP (field order). `ib_qp` is the QP just stored in the
+        // gate. The ring is new: nothing posted yet, and its buffers carry
+        // this gate.
         Ok(Self {
             qp: Qp {
                 gate: ring.gate,
